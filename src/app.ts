@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { GraphQLError } from 'graphql';
+import { createYoga, useReadinessCheck, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import type { Config } from './config.js';
+import type { Context } from './context.js';
+import type { DatabaseHandle } from './db/client.js';
+import { authenticate } from './domain/api-keys.js';
+import { REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
+import { createLoaders } from './graphql/loaders.js';
+import { schema } from './graphql/schema.js';
+import { silentLogger, type Logger } from './logger.js';
+
+export interface AppOptions {
+  config: Pick<Config, 'nodeEnv' | 'graphiql'>;
+  database: Pick<DatabaseHandle, 'db' | 'ping'>;
+  logger?: Logger;
+  /** Pre-filled in GraphiQL's Authorization header (development only). */
+  developmentKey?: string | null;
+}
+
+export type App = YogaServerInstance<Record<string, never>, Context>;
+
+const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_MAX_CHARACTERS}}$`);
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const INTERNAL_ERROR_CODE = 'INTERNAL_SERVER_ERROR';
+
+const FIRST_QUERY = `# Welcome to memstore. The Authorization header below holds your development key.
+mutation CreateStore {
+  createMemoryStore(input: { name: "project-alpha-memory", description: "Agent knowledge base", metadata: { team: "backend" } }) {
+    __typename
+    ... on CreateMemoryStoreSuccess { memoryStore { id name status metadata createdAt } }
+    ... on Error { code message }
+    ... on InvalidRequestError { issues { field message } }
+  }
+}
+
+query Stores {
+  memoryStores(first: 10) {
+    totalCount
+    edges { node { id name status entryCount totalSize createdAt } }
+  }
+}
+`;
+
+function unauthenticated(message: string): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: { code: 'UNAUTHENTICATED', http: { status: 401, headers: { 'WWW-Authenticate': 'Bearer' } } },
+  });
+}
+
+/** Whether an error is one we mean clients to see (a GraphQLError not caused by an unexpected throw). */
+function isExpectedError(error: unknown): error is GraphQLError {
+  return error instanceof GraphQLError && (error.originalError == null || error.originalError instanceof GraphQLError);
+}
+
+/**
+ * The Yoga instance: GraphQL at /graphql (GraphiQL for browsers when enabled), /healthz,
+ * /readyz. Tests call `app.fetch`; only src/server.ts listens.
+ */
+export function createApp(options: AppOptions): App {
+  const { config, database, developmentKey } = options;
+  const logger = options.logger ?? silentLogger;
+  const requests = new WeakMap<Request, { id: string; startedAt: number }>();
+  const requestIdOf = (request: Request) => requests.get(request)?.id ?? 'unknown';
+
+  const requestLifecycle: Plugin = {
+    onRequest({ request }) {
+      const given = request.headers.get('x-request-id');
+      requests.set(request, {
+        id: given !== null && REQUEST_ID_PATTERN.test(given) ? given : randomUUID(),
+        startedAt: performance.now(),
+      });
+    },
+    onResultProcess({ request, result }) {
+      // Masked errors carry the original for this log line only; clients see the mask.
+      for (const single of Array.isArray(result) ? result : [result]) {
+        const errors = (single as { errors?: readonly GraphQLError[] }).errors ?? [];
+        for (const error of errors) {
+          if (error.extensions?.code === INTERNAL_ERROR_CODE) {
+            logger.error('unexpected error', { requestId: requestIdOf(request), path: error.path, error: error.originalError ?? error });
+          }
+        }
+      }
+    },
+    onResponse({ request, response }) {
+      const state = requests.get(request);
+      response.headers.set('x-request-id', state?.id ?? randomUUID());
+      const url = new URL(request.url);
+      logger.info('request', {
+        requestId: state?.id,
+        method: request.method,
+        path: url.pathname,
+        status: response.status,
+        durationMs: state ? Math.round((performance.now() - state.startedAt) * 10) / 10 : undefined,
+      });
+    },
+  };
+
+  return createYoga<Record<string, never>, Context>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    healthCheckEndpoint: '/healthz',
+    landingPage: false,
+    logging: {
+      debug: (...args) => logger.debug(String(args[0]), { detail: args.slice(1).map(String) }),
+      info: (...args) => logger.info(String(args[0]), { detail: args.slice(1).map(String) }),
+      warn: (...args) => logger.warn(String(args[0]), { detail: args.slice(1).map(String) }),
+      error: (...args) => logger.error(String(args[0]), { detail: args.slice(1).map(String) }),
+    },
+    graphiql: config.graphiql
+      ? {
+          title: 'memstore',
+          defaultQuery: FIRST_QUERY,
+          headers:
+            developmentKey && config.nodeEnv !== 'production'
+              ? JSON.stringify({ Authorization: `Bearer ${developmentKey}` }, null, 2)
+              : undefined,
+        }
+      : false,
+    maskedErrors: {
+      maskError(error, message) {
+        if (isExpectedError(error)) return error;
+        const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+        return new GraphQLError(message, {
+          nodes: error instanceof GraphQLError ? error.nodes : undefined,
+          path: error instanceof GraphQLError ? error.path : undefined,
+          originalError: original instanceof Error ? original : new Error(String(original)),
+          extensions: { code: INTERNAL_ERROR_CODE },
+        });
+      },
+    },
+    plugins: [
+      requestLifecycle,
+      useReadinessCheck({
+        endpoint: '/readyz',
+        check: async () => {
+          try {
+            await database.ping();
+            return true;
+          } catch (error) {
+            logger.warn('readiness check failed', { error });
+            return false;
+          }
+        },
+      }),
+    ],
+    context: async ({ request }): Promise<Context> => {
+      const authorization = request.headers.get('authorization');
+      if (authorization === null) {
+        throw unauthenticated('Missing credentials: send "Authorization: Bearer <API key>".');
+      }
+      const token = BEARER.exec(authorization)?.[1];
+      const viewer = token === undefined ? null : await authenticate(database.db, token);
+      if (!viewer) throw unauthenticated('Invalid credentials: the API key is unknown, malformed or revoked.');
+      return {
+        viewer,
+        db: database.db,
+        loaders: createLoaders(database.db, viewer.workspaceId),
+        requestId: requestIdOf(request),
+        now: new Date(),
+      };
+    },
+  });
+}

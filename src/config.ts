@@ -1,0 +1,120 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** The only module that reads the environment. Every problem is reported at once. */
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** `MEMSTORE_DATA_DIR=memory://` keeps the embedded database in memory (gone at exit). */
+export const IN_MEMORY_DATA_DIR = 'memory://';
+
+const TOKEN_PATTERN = /^msk_[A-Za-z0-9]{40}$/;
+const WORKSPACE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
+export interface BootstrapKey {
+  workspaceId: string;
+  token: string;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  /** PostgreSQL connection string; undefined means the embedded PGlite database. */
+  databaseUrl: string | undefined;
+  /** Directory for PGlite files (`<dir>/pglite`) and the dev key, or `memory://`. */
+  dataDir: string;
+  bootstrapKeys: BootstrapKey[] | undefined;
+  nodeEnv: 'development' | 'production' | 'test';
+  logLevel: LogLevel;
+  /** Serve GraphiQL on GET /graphql for browsers (default: on outside production). */
+  graphiql: boolean;
+}
+
+const booleanSetting = z
+  .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+  .transform((value) => value === 'true' || value === '1');
+
+const environmentSchema = z.object({
+  PORT: z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number from 1 to 65535')
+    .transform(Number)
+    .pipe(z.number().int().min(1, 'must be from 1 to 65535').max(65535, 'must be from 1 to 65535'))
+    .default(4000),
+  HOST: z.string().min(1, 'must not be empty').default('127.0.0.1'),
+  DATABASE_URL: z
+    .string()
+    .refine((value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === 'postgres:' || url.protocol === 'postgresql:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'must be a postgres:// or postgresql:// URL with a host, e.g. postgres://postgres@127.0.0.1:5432/test')
+    .optional(),
+  MEMSTORE_DATA_DIR: z.string().min(1, 'must not be empty').default('.data'),
+  MEMSTORE_BOOTSTRAP_KEYS: z
+    .string()
+    .transform((value, context) => {
+      const keys: BootstrapKey[] = [];
+      const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+      if (entries.length === 0) {
+        context.addIssue({ code: 'custom', message: 'must list at least one workspace:msk_… pair' });
+      }
+      for (const [index, entry] of entries.entries()) {
+        const separator = entry.indexOf(':');
+        const workspaceId = separator < 0 ? '' : entry.slice(0, separator);
+        const token = separator < 0 ? '' : entry.slice(separator + 1);
+        if (!WORKSPACE_PATTERN.test(workspaceId) || !TOKEN_PATTERN.test(token)) {
+          context.addIssue({
+            code: 'custom',
+            message: `entry ${index + 1} must be workspace:msk_ followed by 40 letters or digits (workspace: 1-63 of [A-Za-z0-9_-])`,
+          });
+          continue;
+        }
+        keys.push({ workspaceId, token });
+      }
+      return keys;
+    })
+    .optional(),
+  NODE_ENV: z
+    .enum(['development', 'production', 'test'], { message: 'must be development, production or test' })
+    .default('development'),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  MEMSTORE_GRAPHIQL: booleanSetting.optional(),
+});
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment; throws a ConfigError naming every problem. Empty variables count as unset. */
+export function loadConfig(environment: Record<string, string | undefined> = process.env): Config {
+  const present = Object.fromEntries(
+    Object.entries(environment).filter(([, value]) => value !== undefined && value !== ''),
+  );
+  const parsed = environmentSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
+    );
+  }
+  const env = parsed.data;
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    databaseUrl: env.DATABASE_URL,
+    dataDir: env.MEMSTORE_DATA_DIR === IN_MEMORY_DATA_DIR ? IN_MEMORY_DATA_DIR : path.resolve(env.MEMSTORE_DATA_DIR),
+    bootstrapKeys: env.MEMSTORE_BOOTSTRAP_KEYS,
+    nodeEnv: env.NODE_ENV,
+    logLevel: env.LOG_LEVEL,
+    graphiql: env.MEMSTORE_GRAPHIQL ?? env.NODE_ENV !== 'production',
+  };
+}

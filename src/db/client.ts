@@ -1,0 +1,170 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+import { IN_MEMORY_DATA_DIR } from '../config.js';
+import * as schema from './schema.js';
+import { recordStatement } from './statement-count.js';
+
+/** A database handle or an open transaction: domain functions accept either. */
+export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface DatabaseHandle {
+  db: Database;
+  kind: 'pglite' | 'postgres';
+  /** Resolves when the database answers a trivial query (for /readyz). */
+  ping(): Promise<void>;
+  /** Closes every connection (PGlite: flushes and releases the data dir). Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** `DATABASE_URL`: PostgreSQL when set, else PGlite. */
+  databaseUrl: string | undefined;
+  /** PGlite lives in `<dataDir>/pglite`, or in memory for `memory://`. */
+  dataDir: string;
+  /** Connections in the postgres.js pool. */
+  poolSize?: number;
+  /**
+   * Runs right after the migrations, under the same lock on PostgreSQL, so that work such
+   * as creating the first API key happens once even when several servers start together.
+   */
+  afterMigrate?: (db: Database) => Promise<void>;
+}
+
+const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
+/** Any fixed number: the key of the advisory lock that serializes migrations. */
+const MIGRATION_LOCK_KEY = 7_214_889_301;
+
+export class DataDirInUseError extends Error {
+  constructor(dataDir: string, pid: number) {
+    super(
+      `The data directory ${dataDir} is in use by another memstore process (pid ${pid}). ` +
+        'PGlite allows one process per data directory: stop that process, or point MEMSTORE_DATA_DIR elsewhere.',
+    );
+    this.name = 'DataDirInUseError';
+  }
+}
+
+const logger = { logQuery: () => recordStatement() };
+
+export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle> {
+  return options.databaseUrl === undefined ? openPglite(options) : openPostgres(options, options.databaseUrl);
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes `<dataDir>/pglite.lock` for this process. A lock whose process is gone (after a
+ * crash or kill -9) is taken over; a live one refuses with DataDirInUseError.
+ */
+function lockDataDir(dataDir: string): () => void {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const lockPath = path.join(dataDir, 'pglite.lock');
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    try {
+      fs.writeFileSync(lockPath, String(process.pid), { flag: 'wx' });
+      return () => {
+        try {
+          if (fs.readFileSync(lockPath, 'utf8') === String(process.pid)) fs.unlinkSync(lockPath);
+        } catch {
+          // Already gone: nothing to release.
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number.parseInt(fs.readFileSync(lockPath, 'utf8'), 10);
+      if (Number.isInteger(owner) && owner !== process.pid && isProcessAlive(owner)) {
+        throw new DataDirInUseError(dataDir, owner);
+      }
+      fs.rmSync(lockPath, { force: true });
+    }
+  }
+  throw new Error(`Could not take the lock file ${lockPath}`);
+}
+
+async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
+  const inMemory = options.dataDir === IN_MEMORY_DATA_DIR;
+  const releaseLock = inMemory ? () => {} : lockDataDir(options.dataDir);
+  let client: PGlite;
+  try {
+    client = inMemory ? await PGlite.create() : await PGlite.create(path.join(options.dataDir, 'pglite'));
+  } catch (error) {
+    releaseLock();
+    throw error;
+  }
+  const db = drizzlePglite({ client, schema, logger }) as unknown as Database;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    try {
+      await client.close();
+    } finally {
+      releaseLock();
+    }
+  };
+  try {
+    await migratePglite(db as never, { migrationsFolder: MIGRATIONS_FOLDER });
+    await options.afterMigrate?.(db);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return {
+    db,
+    kind: 'pglite',
+    ping: async () => {
+      await client.query('select 1');
+    },
+    close,
+  };
+}
+
+async function openPostgres(options: DatabaseOptions, databaseUrl: string): Promise<DatabaseHandle> {
+  // Migrations run over one dedicated connection that holds an advisory lock, so that
+  // several servers starting at once against an empty database migrate it exactly once.
+  const lockClient = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    const lockDb = drizzlePostgres({ client: lockClient, schema, logger }) as unknown as Database;
+    await lockDb.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
+    try {
+      await migratePostgres(lockDb as never, { migrationsFolder: MIGRATIONS_FOLDER });
+      await options.afterMigrate?.(lockDb);
+    } finally {
+      await lockDb.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`);
+    }
+  } finally {
+    await lockClient.end();
+  }
+
+  const client = postgres(databaseUrl, { max: options.poolSize ?? 10, onnotice: () => {} });
+  const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
+  let closed = false;
+  return {
+    db,
+    kind: 'postgres',
+    ping: async () => {
+      await client`select 1`;
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await client.end({ timeout: 5 });
+    },
+  };
+}

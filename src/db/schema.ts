@@ -1,0 +1,240 @@
+/**
+ * The tables of the whole contract. Every tenant table starts its primary, unique and
+ * foreign keys with `workspace_id`, and every statement filters by it: a query cannot reach
+ * another workspace by accident, and PostgreSQL distributed by workspace (Citus) can shard
+ * these tables unchanged. `workspaces` and `api_keys` form the directory that resolves a
+ * token to its workspace (reference tables in a distributed setup).
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  boolean,
+  check,
+  customType,
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  pgEnum,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+/** Text compared byte by byte (code-point order) on every server, whatever its default collation. */
+const byteOrderedText = customType<{ data: string }>({
+  dataType: () => 'text COLLATE "C"',
+});
+
+const moment = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
+
+export const memoryStoreStatus = pgEnum('memory_store_status', ['active', 'archived']);
+export const memoryOperation = pgEnum('memory_operation', ['created', 'updated', 'deleted']);
+export const mountAccess = pgEnum('mount_access', ['read_write', 'read_only']);
+export const environmentType = pgEnum('environment_type', ['managed', 'self_hosted']);
+export const apiKeyKind = pgEnum('api_key_kind', ['admin', 'identity']);
+
+export const workspaces = pgTable('workspaces', {
+  id: text('id').primaryKey(),
+  createdAt: moment('created_at').notNull().defaultNow(),
+});
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    id: text('id').notNull(),
+    name: text('name').notNull(),
+    kind: apiKeyKind('kind').notNull(),
+    /** Set for IDENTITY keys only: the identity the key acts for. */
+    identityId: text('identity_id'),
+    /** Lower-case hex SHA-256 of the token; the token itself is never stored. */
+    tokenSha256: text('token_sha256').notNull(),
+    createdAt: moment('created_at').notNull(),
+    revokedAt: moment('revoked_at'),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.id] }),
+    // Authentication looks a token up before it knows the workspace.
+    uniqueIndex('api_keys_token_sha256_key').on(table.tokenSha256),
+    check('api_keys_identity_matches_kind', sql`(${table.kind} = 'identity') = (${table.identityId} is not null)`),
+  ],
+);
+
+export const memoryStores = pgTable(
+  'memory_stores',
+  {
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    id: text('id').notNull(),
+    name: text('name').notNull(),
+    description: text('description').notNull(),
+    status: memoryStoreStatus('status').notNull(),
+    entryCount: integer('entry_count').notNull().default(0),
+    totalSize: bigint('total_size', { mode: 'number' }).notNull().default(0),
+    metadata: jsonb('metadata').$type<Record<string, string>>().notNull(),
+    systemManaged: boolean('system_managed').notNull(),
+    /** The owner of a system-managed default store; null for user-created stores. */
+    identityId: text('identity_id'),
+    /** The template of a system-managed default store's (identity, template) pair. */
+    templateId: text('template_id'),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+    archivedAt: moment('archived_at'),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.id] }),
+    // memoryStores: newest first, keyset on (created_at, id).
+    index('memory_stores_created_idx').on(table.workspaceId, table.createdAt.desc(), table.id.desc()),
+    // memoryStores(namePrefix): case-insensitive prefix match.
+    index('memory_stores_name_idx').on(table.workspaceId, sql`lower(${table.name}) text_pattern_ops`),
+    // At most one active default store per (identity, template) pair.
+    uniqueIndex('memory_stores_default_per_pair_key')
+      .on(table.workspaceId, table.identityId, table.templateId)
+      .where(sql`${table.systemManaged} and ${table.status} = 'active'`),
+    check('memory_stores_counters_non_negative', sql`${table.entryCount} >= 0 and ${table.totalSize} >= 0`),
+    check('memory_stores_archived_at_matches_status', sql`(${table.status} = 'archived') = (${table.archivedAt} is not null)`),
+  ],
+);
+
+export const memories = pgTable(
+  'memories',
+  {
+    workspaceId: text('workspace_id').notNull(),
+    id: text('id').notNull(),
+    memoryStoreId: text('memory_store_id').notNull(),
+    path: byteOrderedText('path').notNull(),
+    content: text('content').notNull(),
+    contentSizeBytes: integer('content_size_bytes').notNull(),
+    contentSha256: text('content_sha256').notNull(),
+    metadata: jsonb('metadata').$type<Record<string, string>>().notNull(),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.id] }),
+    foreignKey({
+      name: 'memories_store_fk',
+      columns: [table.workspaceId, table.memoryStoreId],
+      foreignColumns: [memoryStores.workspaceId, memoryStores.id],
+    }).onDelete('cascade'),
+    // One live memory per path; also the PATH_ASC / PATH_DESC and pathPrefix index.
+    uniqueIndex('memories_store_path_key').on(table.workspaceId, table.memoryStoreId, table.path),
+    index('memories_store_updated_idx').on(table.workspaceId, table.memoryStoreId, table.updatedAt.desc(), table.id.desc()),
+    index('memories_store_created_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt.desc(), table.id.desc()),
+  ],
+);
+
+export const memoryVersions = pgTable(
+  'memory_versions',
+  {
+    workspaceId: text('workspace_id').notNull(),
+    id: text('id').notNull(),
+    memoryStoreId: text('memory_store_id').notNull(),
+    /** No foreign key: versions outlive their memory. */
+    memoryId: text('memory_id').notNull(),
+    path: byteOrderedText('path').notNull(),
+    /** Null only once redacted: the bytes are gone from the row. */
+    content: text('content'),
+    contentSizeBytes: integer('content_size_bytes').notNull(),
+    contentSha256: text('content_sha256').notNull(),
+    operation: memoryOperation('operation').notNull(),
+    createdByApiKeyId: text('created_by_api_key_id'),
+    createdBySessionId: text('created_by_session_id'),
+    createdAt: moment('created_at').notNull(),
+    redactedAt: moment('redacted_at'),
+    redactedByApiKeyId: text('redacted_by_api_key_id'),
+    redactedBySessionId: text('redacted_by_session_id'),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.id] }),
+    foreignKey({
+      name: 'memory_versions_store_fk',
+      columns: [table.workspaceId, table.memoryStoreId],
+      foreignColumns: [memoryStores.workspaceId, memoryStores.id],
+    }).onDelete('cascade'),
+    index('memory_versions_store_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt.desc(), table.id.desc()),
+    index('memory_versions_memory_idx').on(table.workspaceId, table.memoryId, table.createdAt.desc(), table.id.desc()),
+    index('memory_versions_api_key_idx')
+      .on(table.workspaceId, table.createdByApiKeyId, table.createdAt.desc(), table.id.desc())
+      .where(sql`${table.createdByApiKeyId} is not null`),
+    index('memory_versions_session_idx')
+      .on(table.workspaceId, table.createdBySessionId, table.createdAt.desc(), table.id.desc())
+      .where(sql`${table.createdBySessionId} is not null`),
+    check('memory_versions_one_creator', sql`num_nonnulls(${table.createdByApiKeyId}, ${table.createdBySessionId}) = 1`),
+    check('memory_versions_redaction_clears_content', sql`${table.redactedAt} is null or ${table.content} is null`),
+  ],
+);
+
+export const memoryStoreMounts = pgTable(
+  'memory_store_mounts',
+  {
+    workspaceId: text('workspace_id').notNull(),
+    identityId: text('identity_id').notNull(),
+    templateId: text('template_id').notNull(),
+    memoryStoreId: text('memory_store_id').notNull(),
+    access: mountAccess('access').notNull(),
+    /** True for the pair's default slot (its system-managed store, READ_WRITE). */
+    systemManaged: boolean('system_managed').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.identityId, table.templateId, table.memoryStoreId] }),
+    foreignKey({
+      name: 'memory_store_mounts_store_fk',
+      columns: [table.workspaceId, table.memoryStoreId],
+      foreignColumns: [memoryStores.workspaceId, memoryStores.id],
+    }).onDelete('cascade'),
+    // MemoryStore.mounts, bindingInfo and the archive / delete guards.
+    index('memory_store_mounts_store_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt),
+    // One default slot per pair.
+    uniqueIndex('memory_store_mounts_default_slot_key')
+      .on(table.workspaceId, table.identityId, table.templateId)
+      .where(sql`${table.systemManaged}`),
+  ],
+);
+
+export const sessions = pgTable(
+  'sessions',
+  {
+    workspaceId: text('workspace_id').notNull(),
+    id: text('id').notNull(),
+    identityId: text('identity_id').notNull(),
+    templateId: text('template_id').notNull(),
+    environment: environmentType('environment').notNull(),
+    defaultMemoryStoreId: text('default_memory_store_id').notNull(),
+    memoryInjected: boolean('memory_injected').notNull(),
+    /** The mounts injected at creation, in list order (a snapshot: later mounts do not change it). */
+    injectedMounts: jsonb('injected_mounts')
+      .$type<{ memoryStoreId: string; access: 'read_write' | 'read_only'; systemManaged: boolean; createdAt: string }[]>()
+      .notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.id] }),
+    index('sessions_pair_idx').on(table.workspaceId, table.identityId, table.templateId, table.createdAt),
+  ],
+);
+
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    workspaceId: text('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    /** The mutation the key was used with: keys are scoped per mutation. */
+    operation: text('operation').notNull(),
+    key: text('key').notNull(),
+    /** SHA-256 of the normalized input: the same key with another input is a CONFLICT. */
+    requestSha256: text('request_sha256').notNull(),
+    /** The id of what the first request created. */
+    resultId: text('result_id').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.workspaceId, table.operation, table.key] })],
+);

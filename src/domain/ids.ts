@@ -1,0 +1,74 @@
+import { randomInt } from 'node:crypto';
+
+/** The prefixes of the API's own ids (API.md §1). */
+export const ID_PREFIXES = {
+  memoryStore: 'memstore_',
+  memory: 'mem_',
+  memoryVersion: 'memver_',
+  session: 'sesn_',
+  apiKey: 'key_',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+const BASE = 36;
+const TIME_CHARACTERS = 10;
+const RANDOM_CHARACTERS = 10;
+const HALF_RANDOM_SPACE = BASE ** (RANDOM_CHARACTERS / 2);
+/** 36^10 ≈ 3.7e15: still an exact integer in a double (< 2^53). */
+const RANDOM_SPACE = HALF_RANDOM_SPACE * HALF_RANDOM_SPACE;
+const BODY_PATTERN = new RegExp(`^[0-9a-z]{${TIME_CHARACTERS + RANDOM_CHARACTERS}}$`);
+
+let lastTime = -1;
+let lastRandom = 0;
+
+function encode(value: number, width: number): string {
+  return value.toString(BASE).padStart(width, '0');
+}
+
+function freshRandom(): number {
+  // randomInt accepts ranges below 2^48 only, so draw the 10 characters as two halves.
+  return randomInt(HALF_RANDOM_SPACE) * HALF_RANDOM_SPACE + randomInt(HALF_RANDOM_SPACE);
+}
+
+/**
+ * A new id body: 10 base36 characters of milliseconds since the epoch, then 10 random
+ * ones. Bodies are strictly increasing within this process: when the clock has not moved
+ * on (or moved back), the previous time is kept and the random part is incremented, so
+ * ids created in one millisecond still sort in creation order.
+ */
+export function newIdBody(nowMs: number = Date.now()): string {
+  let time = Math.floor(nowMs);
+  let random: number;
+  if (time > lastTime) {
+    random = freshRandom();
+  } else {
+    time = lastTime;
+    random = lastRandom + 1;
+    if (random >= RANDOM_SPACE) {
+      time += 1;
+      random = freshRandom();
+    }
+  }
+  lastTime = time;
+  lastRandom = random;
+  return encode(time, TIME_CHARACTERS) + encode(random, RANDOM_CHARACTERS);
+}
+
+export function newId(kind: IdKind, nowMs?: number): string {
+  return ID_PREFIXES[kind] + newIdBody(nowMs);
+}
+
+/** The kind of a well-formed id of ours, or `null` for anything else (unknown prefix, bad body). */
+export function kindOfId(id: string): IdKind | null {
+  for (const [kind, prefix] of Object.entries(ID_PREFIXES) as [IdKind, string][]) {
+    if (id.startsWith(prefix)) {
+      return BODY_PATTERN.test(id.slice(prefix.length)) ? kind : null;
+    }
+  }
+  return null;
+}
+
+export function isIdOfKind(id: string, kind: IdKind): boolean {
+  return kindOfId(id) === kind;
+}

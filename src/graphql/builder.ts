@@ -1,0 +1,66 @@
+import SchemaBuilder from '@pothos/core';
+import ErrorsPlugin from '@pothos/plugin-errors';
+import RelayPlugin from '@pothos/plugin-relay';
+import type { Context } from '../context.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
+import { DateTimeScalar, JSONObjectScalar, SafeIntScalar } from './scalars.js';
+
+/** Setup only: plugins, scalars and defaults. Domain types live in ./types. */
+export const builder = new SchemaBuilder<{
+  Context: Context;
+  DefaultFieldNullability: false;
+  DefaultInputFieldRequiredness: false;
+  DefaultEdgesNullability: false;
+  DefaultNodeNullability: false;
+  Scalars: {
+    ID: { Input: string; Output: string };
+    DateTime: { Input: Date; Output: Date };
+    JSONObject: { Input: Record<string, unknown>; Output: Record<string, unknown> };
+    SafeInt: { Input: number; Output: number };
+  };
+  Connection: { totalCount: () => Promise<number> };
+}>({
+  plugins: [ErrorsPlugin, RelayPlugin],
+  defaultFieldNullability: false,
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+    edgesFieldOptions: { nullable: false, description: 'The items of this page, in list order.' },
+    nodeFieldOptions: { nullable: false, description: 'The item.' },
+    cursorFieldOptions: { description: 'An opaque cursor: pass it as `after` or `before` to page from this item.' },
+    pageInfoFieldOptions: { description: 'Where this page stands in the list.' },
+    pageInfoTypeOptions: { description: 'Relay page information.' },
+    hasNextPageFieldOptions: { description: 'Whether items follow this page.' },
+    hasPreviousPageFieldOptions: { description: 'Whether items precede this page.' },
+    startCursorFieldOptions: { description: 'The cursor of the first item; null for an empty page.' },
+    endCursorFieldOptions: { description: 'The cursor of the last item; null for an empty page.' },
+    firstArgOptions: { description: `The page size counted from the start (or from \`after\`): 0–${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}. Not with \`last\`.` },
+    lastArgOptions: { description: `The page size counted back from the end (or from \`before\`): 0–${MAX_PAGE_SIZE}. Not with \`first\`.` },
+    afterArgOptions: { description: 'Only items after the item with this cursor.' },
+    beforeArgOptions: { description: 'Only items before the item with this cursor.' },
+    nodeTypeOptions: { description: 'An object with a globally unique id; the id\'s prefix names its type (`memstore_`, `mem_`, `memver_`, `sesn_`).' },
+    // node / nodes are defined in types/node.ts: an unknown or malformed id is null there.
+    nodeQueryOptions: false,
+    nodesQueryOptions: false,
+    // Our ids carry their type in the prefix and are used unchanged as node ids.
+    encodeGlobalID: (_typename, id) => String(id),
+    decodeGlobalID: (globalID) => ({ typename: '', id: globalID }),
+  },
+  errors: { defaultTypes: [] },
+});
+
+builder.addScalarType('DateTime', DateTimeScalar);
+builder.addScalarType('JSONObject', JSONObjectScalar);
+builder.addScalarType('SafeInt', SafeIntScalar);
+
+builder.queryType({ description: 'Reads. Every field sees only the caller\'s workspace.' });
+builder.mutationType({
+  description: 'Writes. Each returns a result union: its success type, or one of the error types that implement Error.',
+});
+
+builder.globalConnectionField('totalCount', (t) =>
+  t.int({
+    description: 'How many items the whole list holds under its filters (ignoring first/last/after/before).',
+    resolve: (connection) => connection.totalCount(),
+  }),
+);

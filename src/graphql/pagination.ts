@@ -1,0 +1,95 @@
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
+import type { KeyValue, Page, PageWindow } from '../domain/pagination.js';
+import { invalidRequest } from './errors.js';
+
+/** The arguments every connection takes (Relay). */
+export interface ConnectionArguments {
+  first?: number | null;
+  last?: number | null;
+  after?: string | null;
+  before?: string | null;
+}
+
+/**
+ * How one list's cursors look: a tag (so that a cursor of another list or order is
+ * refused) and the kinds of its key values.
+ */
+export interface CursorFormat<Row> {
+  tag: string;
+  kinds: readonly ('string' | 'date')[];
+  keyOf: (row: Row) => KeyValue[];
+}
+
+export function encodeCursor<Row>(format: CursorFormat<Row>, row: Row): string {
+  const values = format.keyOf(row).map((value) => (value instanceof Date ? value.toISOString() : value));
+  return Buffer.from(JSON.stringify([format.tag, ...values]), 'utf8').toString('base64url');
+}
+
+function decodeCursor<Row>(format: CursorFormat<Row>, cursor: string, argument: string): KeyValue[] {
+  const refuse = () => invalidRequest(`"${argument}" is not a cursor of this list: use a cursor returned by this connection with the same order.`);
+  let parsed: unknown;
+  try {
+    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw refuse();
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw refuse();
+  }
+  if (!Array.isArray(parsed) || parsed.length !== format.kinds.length + 1 || parsed[0] !== format.tag) throw refuse();
+  return format.kinds.map((kind, index) => {
+    const value: unknown = parsed[index + 1];
+    if (typeof value !== 'string') throw refuse();
+    if (kind === 'date') {
+      const date = new Date(value);
+      if (Number.isNaN(date.getTime())) throw refuse();
+      return date;
+    }
+    return value;
+  });
+}
+
+function checkPageSize(name: 'first' | 'last', value: number | null | undefined): void {
+  if (value == null) return;
+  if (!Number.isInteger(value) || value < 0 || value > MAX_PAGE_SIZE) {
+    throw invalidRequest(`"${name}" must be between 0 and ${MAX_PAGE_SIZE} (got ${value}).`);
+  }
+}
+
+/**
+ * Validates a connection's arguments: `first` and `last` in 0..MAX_PAGE_SIZE and not both,
+ * cursors of this list only. Nothing is clamped: a bad argument is a top-level
+ * INVALID_REQUEST error.
+ */
+export function parseConnectionArguments<Row>(format: CursorFormat<Row>, args: ConnectionArguments): PageWindow {
+  checkPageSize('first', args.first);
+  checkPageSize('last', args.last);
+  if (args.first != null && args.last != null) {
+    throw invalidRequest('Give "first" or "last", not both.');
+  }
+  const backward = args.last != null;
+  return {
+    size: args.first ?? args.last ?? DEFAULT_PAGE_SIZE,
+    backward,
+    after: args.after == null ? null : decodeCursor(format, args.after, 'after'),
+    before: args.before == null ? null : decodeCursor(format, args.before, 'before'),
+  };
+}
+
+export interface ConnectionResult<Row> {
+  edges: { cursor: string; node: Row }[];
+  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  totalCount: () => Promise<number>;
+}
+
+export function toConnection<Row>(format: CursorFormat<Row>, page: Page<Row>, totalCount: () => Promise<number>): ConnectionResult<Row> {
+  const edges = page.rows.map((row) => ({ cursor: encodeCursor(format, row), node: row }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: page.hasNextPage,
+      hasPreviousPage: page.hasPreviousPage,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+    totalCount,
+  };
+}

@@ -1,0 +1,37 @@
+import type { LogLevel } from './config.js';
+
+/**
+ * JSON lines on stdout: one object per event with `time`, `level`, `msg` and fields.
+ * Callers pass identifiers and measurements only, never tokens or memory content.
+ */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+const SEVERITY: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+function describeError(error: unknown): Record<string, unknown> {
+  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
+  return { value: String(error) };
+}
+
+export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): Logger {
+  const threshold = SEVERITY[level];
+  const emit = (eventLevel: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
+    if (SEVERITY[eventLevel] < threshold) return;
+    const entry: Record<string, unknown> = { time: new Date().toISOString(), level: eventLevel, msg };
+    for (const [key, value] of Object.entries(fields ?? {})) entry[key] = key === 'error' ? describeError(value) : value;
+    write(`${JSON.stringify(entry)}\n`);
+  };
+  return {
+    debug: (msg, fields) => emit('debug', msg, fields),
+    info: (msg, fields) => emit('info', msg, fields),
+    warn: (msg, fields) => emit('warn', msg, fields),
+    error: (msg, fields) => emit('error', msg, fields),
+  };
+}
+
+export const silentLogger: Logger = createLogger('silent');
