@@ -38,9 +38,9 @@ const booleanSetting = z
 const environmentSchema = z.object({
   PORT: z
     .string()
-    .regex(/^\d+$/, 'must be a whole number from 1 to 65535')
+    .regex(/^\d+$/, 'must be a whole number from 0 to 65535 (0: any free port)')
     .transform(Number)
-    .pipe(z.number().int().min(1, 'must be from 1 to 65535').max(65535, 'must be from 1 to 65535'))
+    .pipe(z.number().int().max(65535, 'must be a whole number from 0 to 65535 (0: any free port)'))
     .default(4000),
   HOST: z.string().min(1, 'must not be empty').default('127.0.0.1'),
   DATABASE_URL: z

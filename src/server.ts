@@ -72,7 +72,9 @@ async function main(): Promise<void> {
     process.exit(1);
   });
   server.listen(config.port, config.host, () => {
-    const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${config.port}/graphql`;
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const url = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}/graphql`;
     logger.info('listening', { url, database: database.kind, graphiql: config.graphiql });
     if (config.graphiql) process.stdout.write(`\nmemstore is ready: open ${url} for GraphiQL.\n\n`);
   });

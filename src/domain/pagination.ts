@@ -75,10 +75,6 @@ export async function fetchKeysetPage<Row extends { pageSide: number }>(
   const pageSide = sql<number>`0`.mapWith(Number).as('page_side');
   const probeSide = sql<number>`1`.mapWith(Number).as('page_side');
 
-  if (window.size === 0) {
-    return { rows: [], hasNextPage: false, hasPreviousPage: false };
-  }
-
   const main = select(pageSide, conditions(filter, afterBound, beforeBound), orderBy(ordering, window.backward), window.size + 1);
   // The row just behind the starting cursor, if any: the page's other side.
   const startCursor = window.backward ? window.before : window.after;
