@@ -38,6 +38,7 @@ export const builder = new SchemaBuilder<{
     lastArgOptions: { description: `The page size counted back from the end (or from \`before\`): 0–${MAX_PAGE_SIZE}. Not with \`first\`.` },
     afterArgOptions: { description: 'Only items after the item with this cursor.' },
     beforeArgOptions: { description: 'Only items before the item with this cursor.' },
+    idFieldOptions: { description: 'The object\'s id, prefixed with its type (`memstore_`, `mem_`, `memver_`, `sesn_`).' },
     nodeTypeOptions: { description: 'An object with a globally unique id; the id\'s prefix names its type (`memstore_`, `mem_`, `memver_`, `sesn_`).' },
     // node / nodes are defined in types/node.ts: an unknown or malformed id is null there.
     nodeQueryOptions: false,

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+const validToken = `msk_${'a'.repeat(40)}`;
+
+describe('configuration', () => {
+  it('has working defaults for a newcomer', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 4000, host: '127.0.0.1', databaseUrl: undefined, nodeEnv: 'development', logLevel: 'info', graphiql: true });
+    expect(config.dataDir).toMatch(/\.data$/);
+  });
+
+  it('lists every problem at once', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: 'abc', DATABASE_URL: 'nope', LOG_LEVEL: 'loud', NODE_ENV: 'staging', MEMSTORE_BOOTSTRAP_KEYS: 'x', MEMSTORE_GRAPHIQL: 'maybe' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems.map((problem) => problem.split(':')[0])).toEqual(
+      expect.arrayContaining(['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'NODE_ENV', 'MEMSTORE_BOOTSTRAP_KEYS', 'MEMSTORE_GRAPHIQL']),
+    );
+    expect(problems).toHaveLength(6);
+  });
+
+  it('refuses ports outside 0..65535', () => {
+    expect(() => loadConfig({ PORT: '65536' })).toThrow(/PORT/);
+    expect(() => loadConfig({ PORT: '-1' })).toThrow(/PORT/);
+    expect(loadConfig({ PORT: '0' }).port).toBe(0);
+  });
+
+  it('parses bootstrap keys and refuses malformed entries by position', () => {
+    const config = loadConfig({ MEMSTORE_BOOTSTRAP_KEYS: `alpha:${validToken}, beta:${validToken.replace('a', 'b')}` });
+    expect(config.bootstrapKeys).toEqual([
+      { workspaceId: 'alpha', token: validToken },
+      { workspaceId: 'beta', token: validToken.replace('a', 'b') },
+    ]);
+    expect(() => loadConfig({ MEMSTORE_BOOTSTRAP_KEYS: `alpha:${validToken},beta:msk_short` })).toThrow(/entry 2/);
+  });
+
+  it('switches GraphiQL off in production unless asked for', () => {
+    expect(loadConfig({ NODE_ENV: 'production' }).graphiql).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', MEMSTORE_GRAPHIQL: 'true' }).graphiql).toBe(true);
+  });
+
+  it('keeps memory:// as an in-memory database and accepts postgres URLs', () => {
+    expect(loadConfig({ MEMSTORE_DATA_DIR: 'memory://' }).dataDir).toBe('memory://');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://u@db:5432/x' }).databaseUrl).toBe('postgresql://u@db:5432/x');
+  });
+});

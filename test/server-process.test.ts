@@ -1,0 +1,137 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
+import { startServerProcess, type ServerProcess } from './support/process.js';
+
+const running: ServerProcess[] = [];
+const scratchDirs: string[] = [];
+
+function start(env: Record<string, string>): ServerProcess {
+  const server = startServerProcess(env);
+  running.push(server);
+  return server;
+}
+
+function temporaryDataDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memstore-test-'));
+  scratchDirs.push(dir);
+  return dir;
+}
+
+afterEach(async () => {
+  for (const server of running.splice(0)) {
+    if (server.child.exitCode === null && server.child.signalCode === null) {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    }
+  }
+  for (const dir of scratchDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function graphql(url: string, token: string, query: string) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query }),
+  });
+  return { status: response.status, body: (await response.json()) as { data?: any; errors?: unknown[] } };
+}
+
+describe('the server process', () => {
+  it('exits non-zero and lists every configuration problem at once', async () => {
+    const server = start({ PORT: 'abc', DATABASE_URL: 'nope', LOG_LEVEL: 'loud' });
+    expect(await server.exited).toBe(1);
+    expect(server.stderr()).toMatch(/Invalid configuration/);
+    expect(server.stderr()).toMatch(/PORT:/);
+    expect(server.stderr()).toMatch(/DATABASE_URL:/);
+    expect(server.stderr()).toMatch(/LOG_LEVEL:/);
+  });
+
+  it('creates, prints and saves a development key on first start, and keeps data across a restart', async () => {
+    const dataDir = temporaryDataDir();
+    const first = start({ MEMSTORE_DATA_DIR: dataDir });
+    const url = await first.ready;
+    const token = fs.readFileSync(path.join(dataDir, 'dev-api-key'), 'utf8').trim();
+    expect(first.stdout()).toContain(token);
+    const created = await graphql(url, token, 'mutation { createMemoryStore(input: { name: "survives" }) { ... on CreateMemoryStoreSuccess { memoryStore { id } } } }');
+    const id = created.body.data.createMemoryStore.memoryStore.id as string;
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+
+    const second = start({ MEMSTORE_DATA_DIR: dataDir });
+    const secondUrl = await second.ready;
+    expect(second.stdout()).not.toContain(token);
+    const read = await graphql(secondUrl, token, `{ memoryStore(id: "${id}") { name } }`);
+    expect(read.body.data.memoryStore).toEqual({ name: 'survives' });
+  });
+
+  it('refuses a second process on the same PGlite data dir with a clear message', async () => {
+    const dataDir = temporaryDataDir();
+    const first = start({ MEMSTORE_DATA_DIR: dataDir });
+    await first.ready;
+    const second = start({ MEMSTORE_DATA_DIR: dataDir });
+    expect(await second.exited).toBe(1);
+    expect(second.stderr()).toMatch(/in use by another memstore process \(pid \d+\)/);
+    // The first one is unharmed.
+    expect((await fetch(new URL('/readyz', await first.ready))).status).toBe(200);
+  });
+
+  it('finishes in-flight requests on SIGTERM, then reopens the same data dir cleanly', async () => {
+    const dataDir = temporaryDataDir();
+    const server = start({ MEMSTORE_DATA_DIR: dataDir });
+    const url = await server.ready;
+    const token = fs.readFileSync(path.join(dataDir, 'dev-api-key'), 'utf8').trim();
+    let sigtermSent = false;
+    const requests = Array.from({ length: 40 }, (_, index) =>
+      graphql(url, token, `mutation { createMemoryStore(input: { name: "load ${index}" }) { __typename } }`).then(
+        (result) => ({ ok: true as const, result, afterSigterm: sigtermSent }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+    );
+    await Promise.race(requests);
+    server.child.kill('SIGTERM');
+    sigtermSent = true;
+    const outcomes = await Promise.all(requests);
+    expect(await server.exited).toBe(0);
+    const answered = outcomes.filter((outcome) => outcome.ok);
+    // Every request that got an answer got a complete, successful one.
+    for (const outcome of answered) {
+      expect(outcome.result.status).toBe(200);
+      expect(outcome.result.body.data.createMemoryStore.__typename).toBe('CreateMemoryStoreSuccess');
+    }
+    // Some were still in flight when the signal came, and were finished rather than dropped.
+    expect(answered.filter((outcome) => outcome.ok && outcome.afterSigterm).length).toBeGreaterThan(0);
+
+    const restarted = start({ MEMSTORE_DATA_DIR: dataDir });
+    const restartedUrl = await restarted.ready;
+    const count = await graphql(restartedUrl, token, '{ memoryStores { totalCount } }');
+    expect(count.body.data.memoryStores.totalCount).toBe(answered.length);
+  });
+
+  it.runIf(postgresUrl)('starts twice at once against one empty PostgreSQL database: both come up, migrations and the first key happen once', async () => {
+    const scratch = await createScratchPostgresDatabase();
+    try {
+      const env = { DATABASE_URL: scratch.url };
+      const [one, two] = [start({ ...env, MEMSTORE_DATA_DIR: temporaryDataDir() }), start({ ...env, MEMSTORE_DATA_DIR: temporaryDataDir() })];
+      const urls = await Promise.all([one.ready, two.ready]);
+      for (const url of urls) expect((await fetch(new URL('/readyz', url))).status).toBe(200);
+      const sql = postgres(scratch.url, { max: 1, onnotice: () => {} });
+      try {
+        const migrationFiles = fs.readdirSync(new URL('../drizzle', import.meta.url)).filter((file) => file.endsWith('.sql'));
+        const [migrations] = await sql`select count(*)::int as count from drizzle.__drizzle_migrations`;
+        expect(migrations!.count).toBe(migrationFiles.length);
+        const [keys] = await sql`select count(*)::int as count from api_keys`;
+        expect(keys!.count).toBe(1);
+      } finally {
+        await sql.end();
+      }
+      for (const server of [one, two]) server.child.kill('SIGTERM');
+      expect(await Promise.all([one.exited, two.exited])).toEqual([0, 0]);
+    } finally {
+      await scratch.drop();
+    }
+  });
+});

@@ -1,0 +1,39 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Resolves with the GraphQL URL once the server logs that it listens; rejects if it exits first. */
+  ready: Promise<string>;
+  /** Resolves with the exit code (or the signal's name). */
+  exited: Promise<number | string>;
+  stdout(): string;
+  stderr(): string;
+}
+
+/** Runs `src/server.ts` as `npm start` does, with the given environment on top of a clean one. */
+export function startServerProcess(env: Record<string, string>): ServerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const ready = new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /"msg":"listening","url":"([^"]+)"/.exec(stdout);
+      if (match) resolve(match[1]!);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    void exited.then((code) => reject(new Error(`server exited with ${code} before listening:\n${stderr}`)));
+  });
+  ready.catch(() => {});
+  return { child, ready, exited, stdout: () => stdout, stderr: () => stderr };
+}
