@@ -6,6 +6,7 @@ import type { Context } from './context.js';
 import type { DatabaseHandle } from './db/client.js';
 import { authenticate } from './domain/api-keys.js';
 import { REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
+import { renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
 import { createLoaders } from './graphql/loaders.js';
 import { schema } from './graphql/schema.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -129,8 +130,10 @@ export function createApp(options: AppOptions): App {
         });
       },
     },
+    renderGraphiQL,
     plugins: [
       requestLifecycle,
+      ...(config.graphiql ? [useGraphiQLAssets()] : []),
       useReadinessCheck({
         endpoint: '/readyz',
         check: async () => {

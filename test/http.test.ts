@@ -152,3 +152,20 @@ describe('HTTP', () => {
     expect(lines.join('')).not.toContain(client.token!);
   });
 });
+
+describe('GraphiQL assets', () => {
+  it('are served by this server (no CDN), under a content-addressed, cacheable path', async () => {
+    const app = createApp({ config: { nodeEnv: 'development', graphiql: true }, database: server.database.handle });
+    const html = await (await app.fetch('http://memstore.test/graphql', { headers: { accept: 'text/html' } })).text();
+    expect(html).not.toMatch(/https?:\/\/(unpkg|cdn|raw\.githubusercontent)/);
+    const paths = [...html.matchAll(/\/graphiql\/[0-9a-f]{16}\/[a-z.-]+\.(?:js|css)/g)].map((match) => match[0]);
+    expect(paths.length).toBeGreaterThanOrEqual(5);
+    for (const path of paths) {
+      const asset = await app.fetch(`http://memstore.test${path}`);
+      expect(asset.status, path).toBe(200);
+      expect(asset.headers.get('cache-control')).toContain('immutable');
+      expect((await asset.text()).length).toBeGreaterThan(100);
+    }
+    expect((await app.fetch('http://memstore.test/graphiql/0000000000000000/yoga-graphiql.js')).status).toBe(404);
+  });
+});

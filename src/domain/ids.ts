@@ -19,9 +19,6 @@ const HALF_RANDOM_SPACE = BASE ** (RANDOM_CHARACTERS / 2);
 const RANDOM_SPACE = HALF_RANDOM_SPACE * HALF_RANDOM_SPACE;
 const BODY_PATTERN = new RegExp(`^[0-9a-z]{${TIME_CHARACTERS + RANDOM_CHARACTERS}}$`);
 
-let lastTime = -1;
-let lastRandom = 0;
-
 function encode(value: number, width: number): string {
   return value.toString(BASE).padStart(width, '0');
 }
@@ -32,31 +29,39 @@ function freshRandom(): number {
 }
 
 /**
- * A new id body: 10 base36 characters of milliseconds since the epoch, then 10 random
- * ones. Bodies are strictly increasing within this process: when the clock has not moved
- * on (or moved back), the previous time is kept and the random part is incremented, so
- * ids created in one millisecond still sort in creation order.
+ * Makes id bodies: 10 base36 characters of milliseconds since the epoch, then 10 random
+ * ones. Bodies of one generator strictly increase: when the clock has not moved on (or
+ * moved back), the previous time is kept and the random part is incremented, so ids made
+ * in one millisecond still sort in creation order.
  */
-export function newIdBody(nowMs: number = Date.now()): string {
-  let time = Math.floor(nowMs);
-  let random: number;
-  if (time > lastTime) {
-    random = freshRandom();
-  } else {
-    time = lastTime;
-    random = lastRandom + 1;
-    if (random >= RANDOM_SPACE) {
-      time += 1;
+export class IdGenerator {
+  private lastTime = -1;
+  private lastRandom = 0;
+
+  nextBody(nowMs: number = Date.now()): string {
+    let time = Math.floor(nowMs);
+    let random: number;
+    if (time > this.lastTime) {
       random = freshRandom();
+    } else {
+      time = this.lastTime;
+      random = this.lastRandom + 1;
+      if (random >= RANDOM_SPACE) {
+        time += 1;
+        random = freshRandom();
+      }
     }
+    this.lastTime = time;
+    this.lastRandom = random;
+    return encode(time, TIME_CHARACTERS) + encode(random, RANDOM_CHARACTERS);
   }
-  lastTime = time;
-  lastRandom = random;
-  return encode(time, TIME_CHARACTERS) + encode(random, RANDOM_CHARACTERS);
 }
 
+/** The process's generator: every id the server makes comes from it. */
+const processIds = new IdGenerator();
+
 export function newId(kind: IdKind, nowMs?: number): string {
-  return ID_PREFIXES[kind] + newIdBody(nowMs);
+  return ID_PREFIXES[kind] + processIds.nextBody(nowMs);
 }
 
 /** The kind of a well-formed id of ours, or `null` for anything else (unknown prefix, bad body). */
