@@ -62,15 +62,22 @@ export function createApp(options: AppOptions): App {
   const { config, database, developmentKey } = options;
   const logger = options.logger ?? silentLogger;
   const requests = new WeakMap<Request, { id: string; startedAt: number }>();
-  const requestIdOf = (request: Request) => requests.get(request)?.id ?? 'unknown';
+  // Some of Yoga's own routes (GraphiQL) answer before later onRequest hooks run, so the
+  // request's state is made wherever the request is first seen.
+  const requestState = (request: Request) => {
+    let state = requests.get(request);
+    if (!state) {
+      const given = request.headers.get('x-request-id');
+      state = { id: given !== null && REQUEST_ID_PATTERN.test(given) ? given : randomUUID(), startedAt: performance.now() };
+      requests.set(request, state);
+    }
+    return state;
+  };
+  const requestIdOf = (request: Request) => requestState(request).id;
 
   const requestLifecycle: Plugin = {
     onRequest({ request }) {
-      const given = request.headers.get('x-request-id');
-      requests.set(request, {
-        id: given !== null && REQUEST_ID_PATTERN.test(given) ? given : randomUUID(),
-        startedAt: performance.now(),
-      });
+      requestState(request);
     },
     onResultProcess({ request, result }) {
       // Masked errors carry the original for this log line only; clients see the mask.
@@ -84,15 +91,14 @@ export function createApp(options: AppOptions): App {
       }
     },
     onResponse({ request, response }) {
-      const state = requests.get(request);
-      response.headers.set('x-request-id', state?.id ?? randomUUID());
-      const url = new URL(request.url);
+      const state = requestState(request);
+      response.headers.set('x-request-id', state.id);
       logger.info('request', {
-        requestId: state?.id,
+        requestId: state.id,
         method: request.method,
-        path: url.pathname,
+        path: new URL(request.url).pathname,
         status: response.status,
-        durationMs: state ? Math.round((performance.now() - state.startedAt) * 10) / 10 : undefined,
+        durationMs: Math.round((performance.now() - state.startedAt) * 10) / 10,
       });
     },
   };

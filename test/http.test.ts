@@ -83,8 +83,9 @@ describe('HTTP', () => {
 
   it('serves GraphiQL to browsers without credentials, with the development key pre-filled', async () => {
     const app = createApp({ config: { nodeEnv: 'development', graphiql: true }, database: server.database.handle, developmentKey: 'msk_prefilled' });
-    const page = await app.fetch('http://memstore.test/graphql', { headers: { accept: 'text/html' } });
+    const page = await app.fetch('http://memstore.test/graphql', { headers: { accept: 'text/html', 'x-request-id': 'trace-page' } });
     expect(page.status).toBe(200);
+    expect(page.headers.get('x-request-id')).toBe('trace-page');
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     const html = await page.text();
     expect(html).toContain('GraphiQL');
