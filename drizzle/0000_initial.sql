@@ -4,8 +4,8 @@ CREATE TYPE "public"."memory_operation" AS ENUM('created', 'updated', 'deleted')
 CREATE TYPE "public"."memory_store_status" AS ENUM('active', 'archived');--> statement-breakpoint
 CREATE TYPE "public"."mount_access" AS ENUM('read_write', 'read_only');--> statement-breakpoint
 CREATE TABLE "api_keys" (
-	"workspace_id" text NOT NULL,
-	"id" text NOT NULL,
+	"workspace_id" text COLLATE "C" NOT NULL,
+	"id" text COLLATE "C" NOT NULL,
 	"name" text NOT NULL,
 	"kind" "api_key_kind" NOT NULL,
 	"identity_id" text,
@@ -17,7 +17,7 @@ CREATE TABLE "api_keys" (
 );
 --> statement-breakpoint
 CREATE TABLE "idempotency_keys" (
-	"workspace_id" text NOT NULL,
+	"workspace_id" text COLLATE "C" NOT NULL,
 	"operation" text NOT NULL,
 	"key" text NOT NULL,
 	"request_sha256" text NOT NULL,
@@ -27,24 +27,25 @@ CREATE TABLE "idempotency_keys" (
 );
 --> statement-breakpoint
 CREATE TABLE "memories" (
-	"workspace_id" text NOT NULL,
-	"id" text NOT NULL,
-	"memory_store_id" text NOT NULL,
+	"workspace_id" text COLLATE "C" NOT NULL,
+	"id" text COLLATE "C" NOT NULL,
+	"memory_store_id" text COLLATE "C" NOT NULL,
 	"path" text COLLATE "C" NOT NULL,
 	"content" text NOT NULL,
 	"content_size_bytes" integer NOT NULL,
 	"content_sha256" text NOT NULL,
 	"metadata" jsonb NOT NULL,
+	"version_sequence" integer NOT NULL,
 	"created_at" timestamp (3) with time zone NOT NULL,
 	"updated_at" timestamp (3) with time zone NOT NULL,
 	CONSTRAINT "memories_workspace_id_id_pk" PRIMARY KEY("workspace_id","id")
 );
 --> statement-breakpoint
 CREATE TABLE "memory_store_mounts" (
-	"workspace_id" text NOT NULL,
+	"workspace_id" text COLLATE "C" NOT NULL,
 	"identity_id" text NOT NULL,
 	"template_id" text NOT NULL,
-	"memory_store_id" text NOT NULL,
+	"memory_store_id" text COLLATE "C" NOT NULL,
 	"access" "mount_access" NOT NULL,
 	"system_managed" boolean NOT NULL,
 	"created_at" timestamp (3) with time zone NOT NULL,
@@ -52,8 +53,8 @@ CREATE TABLE "memory_store_mounts" (
 );
 --> statement-breakpoint
 CREATE TABLE "memory_stores" (
-	"workspace_id" text NOT NULL,
-	"id" text NOT NULL,
+	"workspace_id" text COLLATE "C" NOT NULL,
+	"id" text COLLATE "C" NOT NULL,
 	"name" text NOT NULL,
 	"description" text NOT NULL,
 	"status" "memory_store_status" NOT NULL,
@@ -72,15 +73,16 @@ CREATE TABLE "memory_stores" (
 );
 --> statement-breakpoint
 CREATE TABLE "memory_versions" (
-	"workspace_id" text NOT NULL,
-	"id" text NOT NULL,
-	"memory_store_id" text NOT NULL,
-	"memory_id" text NOT NULL,
+	"workspace_id" text COLLATE "C" NOT NULL,
+	"id" text COLLATE "C" NOT NULL,
+	"memory_store_id" text COLLATE "C" NOT NULL,
+	"memory_id" text COLLATE "C" NOT NULL,
 	"path" text COLLATE "C" NOT NULL,
 	"content" text,
 	"content_size_bytes" integer NOT NULL,
 	"content_sha256" text NOT NULL,
 	"operation" "memory_operation" NOT NULL,
+	"sequence" integer NOT NULL,
 	"created_by_api_key_id" text,
 	"created_by_session_id" text,
 	"created_at" timestamp (3) with time zone NOT NULL,
@@ -93,12 +95,12 @@ CREATE TABLE "memory_versions" (
 );
 --> statement-breakpoint
 CREATE TABLE "sessions" (
-	"workspace_id" text NOT NULL,
-	"id" text NOT NULL,
+	"workspace_id" text COLLATE "C" NOT NULL,
+	"id" text COLLATE "C" NOT NULL,
 	"identity_id" text NOT NULL,
 	"template_id" text NOT NULL,
 	"environment" "environment_type" NOT NULL,
-	"default_memory_store_id" text NOT NULL,
+	"default_memory_store_id" text COLLATE "C" NOT NULL,
 	"memory_injected" boolean NOT NULL,
 	"injected_mounts" jsonb NOT NULL,
 	"created_at" timestamp (3) with time zone NOT NULL,
@@ -106,7 +108,7 @@ CREATE TABLE "sessions" (
 );
 --> statement-breakpoint
 CREATE TABLE "workspaces" (
-	"id" text PRIMARY KEY NOT NULL,
+	"id" text COLLATE "C" PRIMARY KEY NOT NULL,
 	"created_at" timestamp (3) with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
@@ -126,7 +128,7 @@ CREATE INDEX "memory_stores_created_idx" ON "memory_stores" USING btree ("worksp
 CREATE INDEX "memory_stores_name_idx" ON "memory_stores" USING btree ("workspace_id",lower("name") text_pattern_ops);--> statement-breakpoint
 CREATE UNIQUE INDEX "memory_stores_default_per_pair_key" ON "memory_stores" USING btree ("workspace_id","identity_id","template_id") WHERE "memory_stores"."system_managed" and "memory_stores"."status" = 'active';--> statement-breakpoint
 CREATE INDEX "memory_versions_store_idx" ON "memory_versions" USING btree ("workspace_id","memory_store_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
-CREATE INDEX "memory_versions_memory_idx" ON "memory_versions" USING btree ("workspace_id","memory_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE UNIQUE INDEX "memory_versions_memory_sequence_key" ON "memory_versions" USING btree ("workspace_id","memory_id","sequence");--> statement-breakpoint
 CREATE INDEX "memory_versions_api_key_idx" ON "memory_versions" USING btree ("workspace_id","created_by_api_key_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST) WHERE "memory_versions"."created_by_api_key_id" is not null;--> statement-breakpoint
 CREATE INDEX "memory_versions_session_idx" ON "memory_versions" USING btree ("workspace_id","created_by_session_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST) WHERE "memory_versions"."created_by_session_id" is not null;--> statement-breakpoint
 CREATE INDEX "sessions_pair_idx" ON "sessions" USING btree ("workspace_id","identity_id","template_id","created_at");

@@ -102,13 +102,14 @@ async function insertMemoryWithVersion(client: TestClient, memoryStoreId: string
   const now = new Date();
   const memoryId = newId('memory');
   const common = { workspaceId: client.workspaceId, memoryStoreId, path: 'notes/a.md', contentSizeBytes: 2, contentSha256: 'x'.repeat(64) };
-  await server.db.insert(memories).values({ ...common, id: memoryId, content: 'hi', metadata: {}, createdAt: now, updatedAt: now });
+  await server.db.insert(memories).values({ ...common, id: memoryId, content: 'hi', metadata: {}, versionSequence: 1, createdAt: now, updatedAt: now });
   await server.db.insert(memoryVersions).values({
     ...common,
     id: newId('memoryVersion'),
     memoryId,
     content: 'hi',
     operation: 'created',
+    sequence: 1,
     createdByApiKeyId: 'key_test',
     createdAt: now,
   });

@@ -28,6 +28,9 @@ const byteOrderedText = customType<{ data: string }>({
   dataType: () => 'text COLLATE "C"',
 });
 
+/** Keys are compared in byte order too: keyset pagination then agrees with JavaScript's ordering of ids. */
+const keyText = (name: string) => byteOrderedText(name);
+
 const moment = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 
 export const memoryStoreStatus = pgEnum('memory_store_status', ['active', 'archived']);
@@ -37,17 +40,17 @@ export const environmentType = pgEnum('environment_type', ['managed', 'self_host
 export const apiKeyKind = pgEnum('api_key_kind', ['admin', 'identity']);
 
 export const workspaces = pgTable('workspaces', {
-  id: text('id').primaryKey(),
+  id: keyText('id').primaryKey(),
   createdAt: moment('created_at').notNull().defaultNow(),
 });
 
 export const apiKeys = pgTable(
   'api_keys',
   {
-    workspaceId: text('workspace_id')
+    workspaceId: keyText('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
-    id: text('id').notNull(),
+    id: keyText('id').notNull(),
     name: text('name').notNull(),
     kind: apiKeyKind('kind').notNull(),
     /** Set for IDENTITY keys only: the identity the key acts for. */
@@ -68,10 +71,10 @@ export const apiKeys = pgTable(
 export const memoryStores = pgTable(
   'memory_stores',
   {
-    workspaceId: text('workspace_id')
+    workspaceId: keyText('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
-    id: text('id').notNull(),
+    id: keyText('id').notNull(),
     name: text('name').notNull(),
     description: text('description').notNull(),
     status: memoryStoreStatus('status').notNull(),
@@ -105,14 +108,16 @@ export const memoryStores = pgTable(
 export const memories = pgTable(
   'memories',
   {
-    workspaceId: text('workspace_id').notNull(),
-    id: text('id').notNull(),
-    memoryStoreId: text('memory_store_id').notNull(),
+    workspaceId: keyText('workspace_id').notNull(),
+    id: keyText('id').notNull(),
+    memoryStoreId: keyText('memory_store_id').notNull(),
     path: byteOrderedText('path').notNull(),
     content: text('content').notNull(),
     contentSizeBytes: integer('content_size_bytes').notNull(),
     contentSha256: text('content_sha256').notNull(),
     metadata: jsonb('metadata').$type<Record<string, string>>().notNull(),
+    /** The sequence number of its newest version (1 for a new memory). */
+    versionSequence: integer('version_sequence').notNull(),
     createdAt: moment('created_at').notNull(),
     updatedAt: moment('updated_at').notNull(),
   },
@@ -133,17 +138,22 @@ export const memories = pgTable(
 export const memoryVersions = pgTable(
   'memory_versions',
   {
-    workspaceId: text('workspace_id').notNull(),
-    id: text('id').notNull(),
-    memoryStoreId: text('memory_store_id').notNull(),
+    workspaceId: keyText('workspace_id').notNull(),
+    id: keyText('id').notNull(),
+    memoryStoreId: keyText('memory_store_id').notNull(),
     /** No foreign key: versions outlive their memory. */
-    memoryId: text('memory_id').notNull(),
+    memoryId: keyText('memory_id').notNull(),
     path: byteOrderedText('path').notNull(),
     /** Null only once redacted: the bytes are gone from the row. */
     content: text('content'),
     contentSizeBytes: integer('content_size_bytes').notNull(),
     contentSha256: text('content_sha256').notNull(),
     operation: memoryOperation('operation').notNull(),
+    /**
+     * 1, 2, 3, … per memory, in commit order: "newest" is decided by this number, never by a
+     * clock (two writers' clocks can disagree with the order their writes committed in).
+     */
+    sequence: integer('sequence').notNull(),
     createdByApiKeyId: text('created_by_api_key_id'),
     createdBySessionId: text('created_by_session_id'),
     createdAt: moment('created_at').notNull(),
@@ -159,7 +169,7 @@ export const memoryVersions = pgTable(
       foreignColumns: [memoryStores.workspaceId, memoryStores.id],
     }).onDelete('cascade'),
     index('memory_versions_store_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt.desc(), table.id.desc()),
-    index('memory_versions_memory_idx').on(table.workspaceId, table.memoryId, table.createdAt.desc(), table.id.desc()),
+    uniqueIndex('memory_versions_memory_sequence_key').on(table.workspaceId, table.memoryId, table.sequence),
     index('memory_versions_api_key_idx')
       .on(table.workspaceId, table.createdByApiKeyId, table.createdAt.desc(), table.id.desc())
       .where(sql`${table.createdByApiKeyId} is not null`),
@@ -174,10 +184,10 @@ export const memoryVersions = pgTable(
 export const memoryStoreMounts = pgTable(
   'memory_store_mounts',
   {
-    workspaceId: text('workspace_id').notNull(),
+    workspaceId: keyText('workspace_id').notNull(),
     identityId: text('identity_id').notNull(),
     templateId: text('template_id').notNull(),
-    memoryStoreId: text('memory_store_id').notNull(),
+    memoryStoreId: keyText('memory_store_id').notNull(),
     access: mountAccess('access').notNull(),
     /** True for the pair's default slot (its system-managed store, READ_WRITE). */
     systemManaged: boolean('system_managed').notNull(),
@@ -202,12 +212,12 @@ export const memoryStoreMounts = pgTable(
 export const sessions = pgTable(
   'sessions',
   {
-    workspaceId: text('workspace_id').notNull(),
-    id: text('id').notNull(),
+    workspaceId: keyText('workspace_id').notNull(),
+    id: keyText('id').notNull(),
     identityId: text('identity_id').notNull(),
     templateId: text('template_id').notNull(),
     environment: environmentType('environment').notNull(),
-    defaultMemoryStoreId: text('default_memory_store_id').notNull(),
+    defaultMemoryStoreId: keyText('default_memory_store_id').notNull(),
     memoryInjected: boolean('memory_injected').notNull(),
     /** The mounts injected at creation, in list order (a snapshot: later mounts do not change it). */
     injectedMounts: jsonb('injected_mounts')
@@ -224,7 +234,7 @@ export const sessions = pgTable(
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
-    workspaceId: text('workspace_id')
+    workspaceId: keyText('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     /** The mutation the key was used with: keys are scoped per mutation. */

@@ -36,3 +36,19 @@ export const REQUEST_ID_MAX_CHARACTERS = 128;
 
 /** `nodes(ids:)`: the most ids one call may ask for. */
 export const MAX_NODE_IDS = 100;
+
+/** Memory `path` (the seed's path constraints): UTF-8 bytes of the whole path. */
+export const PATH_MAX_BYTES = 1024;
+/** Memory `path`: segments separated by `/`. */
+export const PATH_MAX_SEGMENTS = 58;
+/** Memory `path`: UTF-8 bytes of one segment. */
+export const PATH_SEGMENT_MAX_BYTES = 255;
+
+/** Memory `content`: at most 100 KiB of UTF-8. */
+export const CONTENT_MAX_BYTES = 100 * 1024;
+
+/** Memory metadata: keys a caller may supply (nothing is injected into memories). */
+export const MEMORY_METADATA_MAX_KEYS = 16;
+
+/** The metadata an agent's write leaves on a memory (it replaces whatever was there). */
+export const AGENT_MEMORY_METADATA: Readonly<Record<string, string>> = Object.freeze({ source: 'agent' });

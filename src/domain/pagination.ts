@@ -1,5 +1,6 @@
-import { asc, desc, sql, type SQL } from 'drizzle-orm';
-import { unionAll, type AnyPgColumn } from 'drizzle-orm/pg-core';
+import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm';
+import { unionAll, type AnyPgColumn, type PgTable } from 'drizzle-orm/pg-core';
+import type { Database } from '../db/client.js';
 
 /** A decoded cursor: the sort-key values of one row, in the ordering's column order. */
 export type KeyValue = string | number | Date;
@@ -22,16 +23,27 @@ export interface Page<Row> {
   hasPreviousPage: boolean;
 }
 
-/** A list order: its key columns (unique together) and their common direction. */
-export interface KeysetOrdering {
+/**
+ * A list order: key columns that are unique together (within one parent), their common
+ * direction, and how to read the same key from a loaded row.
+ */
+export interface KeysetOrdering<Row> {
   columns: AnyPgColumn[];
   direction: 'asc' | 'desc';
+  keyOf: (row: Row) => KeyValue[];
+}
+
+/** A keyset-paginated list: the table, what a row holds, and its order. */
+export interface KeysetList<Row> {
+  table: PgTable;
+  columns: Record<string, AnyPgColumn>;
+  ordering: KeysetOrdering<Row>;
 }
 
 type Comparison = '<' | '>' | '<=' | '>=';
 
-function keyComparison(ordering: KeysetOrdering, operator: Comparison, values: KeyValue[]): SQL {
-  const left = sql.join(ordering.columns.map((column) => sql`${column}`), sql`, `);
+function keyComparison(columns: AnyPgColumn[], operator: Comparison, values: KeyValue[]): SQL {
+  const left = sql.join(columns.map((column) => sql`${column}`), sql`, `);
   const right = sql.join(
     values.map((value) => (value instanceof Date ? sql`${value.toISOString()}::timestamptz` : sql`${value}`)),
     sql`, `,
@@ -39,62 +51,142 @@ function keyComparison(ordering: KeysetOrdering, operator: Comparison, values: K
   return sql`(${left}) ${sql.raw(operator)} (${right})`;
 }
 
-/** `strictlyAfter`: the comparison that selects rows after `values` in list order. */
-function beyond(ordering: KeysetOrdering, values: KeyValue[], side: 'after' | 'before', inclusive = false): SQL {
-  const ascending = ordering.direction === 'asc';
-  const greater = (side === 'after') === ascending;
-  const operator = (greater ? '>' : '<') + (inclusive ? '=' : '');
-  return keyComparison(ordering, operator as Comparison, values);
+/** Rows on one side of `values` in list order (`inclusive` adds the row at `values`). */
+function beyond(ordering: Pick<KeysetOrdering<unknown>, 'columns' | 'direction'>, values: KeyValue[], side: 'after' | 'before', inclusive = false): SQL {
+  const greater = (side === 'after') === (ordering.direction === 'asc');
+  return keyComparison(ordering.columns, `${greater ? '>' : '<'}${inclusive ? '=' : ''}` as Comparison, values);
 }
 
-function orderBy(ordering: KeysetOrdering, reversed: boolean): SQL[] {
+function orderBy(ordering: Pick<KeysetOrdering<unknown>, 'columns' | 'direction'>, reversed: boolean): SQL[] {
   const ascending = (ordering.direction === 'asc') !== reversed;
   return ordering.columns.map((column) => (ascending ? asc(column) : desc(column)));
 }
 
+/** Code-point order, as PostgreSQL's "C" collation compares (JavaScript's `<` compares UTF-16 units). */
+function compareKeyValues(left: KeyValue, right: KeyValue): number {
+  if (left instanceof Date && right instanceof Date) return left.getTime() - right.getTime();
+  if (typeof left === 'number' && typeof right === 'number') return left - right;
+  const a = String(left);
+  const b = String(right);
+  const length = Math.min(a.length, b.length);
+  for (let index = 0; index < length; ) {
+    const x = a.codePointAt(index)!;
+    const y = b.codePointAt(index)!;
+    if (x !== y) return x - y;
+    index += x > 0xffff ? 2 : 1;
+  }
+  return a.length - b.length;
+}
+
+function compareKeys(left: KeyValue[], right: KeyValue[]): number {
+  for (let index = 0; index < left.length; index += 1) {
+    const difference = compareKeyValues(left[index]!, right[index]!);
+    if (difference !== 0) return difference;
+  }
+  return 0;
+}
+
+/** One branch of the statement: rows of `side` 0 (the page) or 1 (the probe behind the cursor). */
+type Branch = (side: 0 | 1, where: SQL | undefined, order: SQL[], limit: number) => any;
+
+interface FetchedRow<Row> {
+  group: string;
+  side: number;
+  row: Row;
+}
+
 /**
- * One page of a keyset-paginated list in a single statement. `select(side, where, order,
- * limit)` builds the list's query with an extra `side` column; the page is fetched with
- * one extra row to learn whether more follow, and — only when the page starts from a
- * cursor — a second branch of the same UNION ALL fetches one row on the cursor's other
- * side, so that `hasPreviousPage` (forward) or `hasNextPage` (backward) is exact.
+ * The shared core: the page with one extra row (to learn whether more follow) and — only
+ * when the page starts from a cursor — in the same statement (UNION ALL) one row on the
+ * cursor's other side, so that `hasPreviousPage` (forward) or `hasNextPage` (backward) is
+ * exact rather than guessed. Rows are grouped by `group` (the parent of a child list).
  */
-export async function fetchKeysetPage<Row extends { pageSide: number }>(
-  ordering: KeysetOrdering,
+async function fetchGroupedPages<Row>(
+  ordering: KeysetOrdering<Row>,
   window: PageWindow,
   filter: SQL | undefined,
-  // The select builder's type depends on the caller's columns; it is checked there.
-  select: (side: SQL.Aliased<number>, where: SQL | undefined, order: SQL[], limit: number) => any,
-): Promise<Page<Omit<Row, 'pageSide'>>> {
-  const conditions = (...parts: (SQL | undefined)[]) => {
-    const present = parts.filter((part): part is SQL => part !== undefined);
-    return present.length === 0 ? undefined : sql.join(present, sql` and `);
-  };
+  branch: Branch,
+): Promise<Map<string, Page<Row>>> {
   const afterBound = window.after ? beyond(ordering, window.after, 'after') : undefined;
   const beforeBound = window.before ? beyond(ordering, window.before, 'before') : undefined;
-  const pageSide = sql<number>`0`.mapWith(Number).as('page_side');
-  const probeSide = sql<number>`1`.mapWith(Number).as('page_side');
-
-  const main = select(pageSide, conditions(filter, afterBound, beforeBound), orderBy(ordering, window.backward), window.size + 1);
-  // The row just behind the starting cursor, if any: the page's other side.
+  const main = branch(0, and(filter, afterBound, beforeBound), orderBy(ordering, window.backward), window.size + 1);
   const startCursor = window.backward ? window.before : window.after;
-  let rows: Row[];
+  let rows: FetchedRow<Row>[];
   if (startCursor) {
     const behind = beyond(ordering, startCursor, window.backward ? 'after' : 'before', true);
-    const probe = select(probeSide, conditions(filter, behind), orderBy(ordering, !window.backward), 1);
-    rows = (await unionAll(main, probe)) as Row[];
+    rows = (await unionAll(main, branch(1, and(filter, behind), orderBy(ordering, !window.backward), 1))) as FetchedRow<Row>[];
   } else {
-    rows = (await main) as Row[];
+    rows = await main;
   }
 
-  const pageRows = rows.filter((row) => row.pageSide === 0);
-  const behindExists = rows.some((row) => row.pageSide === 1);
-  const more = pageRows.length > window.size;
-  const kept = pageRows.slice(0, window.size).map(({ pageSide: _, ...row }) => row);
-  if (window.backward) kept.reverse();
-  return {
-    rows: kept,
-    hasNextPage: window.backward ? behindExists : more,
-    hasPreviousPage: window.backward ? more : behindExists,
-  };
+  const grouped = new Map<string, { page: Row[]; behind: boolean }>();
+  for (const { group, side, row } of rows) {
+    let entry = grouped.get(group);
+    if (!entry) grouped.set(group, (entry = { page: [], behind: false }));
+    if (side === 0) entry.page.push(row);
+    else entry.behind = true;
+  }
+  const pages = new Map<string, Page<Row>>();
+  const listOrder = ordering.direction === 'asc' ? 1 : -1;
+  for (const [group, { page, behind }] of grouped) {
+    // Rows arrive in order from each branch; sorting again keeps that independent of the plan.
+    page.sort((left, right) => listOrder * compareKeys(ordering.keyOf(left), ordering.keyOf(right)));
+    // The extra row is the last in list order going forward, the first going backward.
+    const more = page.length > window.size;
+    const kept = !more ? page : window.backward ? page.slice(page.length - window.size) : page.slice(0, window.size);
+    pages.set(group, {
+      rows: kept,
+      hasNextPage: window.backward ? behind : more,
+      hasPreviousPage: window.backward ? more : behind,
+    });
+  }
+  return pages;
+}
+
+const EMPTY_PAGE: Page<never> = { rows: [], hasNextPage: false, hasPreviousPage: false };
+
+/** One page of a top-level list, in one statement. */
+export async function fetchPage<Row>(db: Database, list: KeysetList<Row>, window: PageWindow, filter: SQL | undefined): Promise<Page<Row>> {
+  const pages = await fetchGroupedPages(list.ordering, window, filter, (side, where, order, limit) =>
+    db
+      .select({ group: sql<string>`''`.as('page_group'), side: sql<number>`${sql.raw(String(side))}`.mapWith(Number).as('page_side'), row: list.columns })
+      .from(list.table)
+      .where(where)
+      .orderBy(...order)
+      .limit(limit),
+  );
+  return (pages.get('') as Page<Row> | undefined) ?? EMPTY_PAGE;
+}
+
+/**
+ * The same page of a child list for many parents, in one statement: each parent id is
+ * joined LATERAL to its own index scan with its own LIMIT, so the cost follows the page
+ * size, not the size of the parents' lists.
+ */
+export async function fetchPagesByParent<Row>(
+  db: Database,
+  list: KeysetList<Row>,
+  parentColumn: AnyPgColumn,
+  parentIds: readonly string[],
+  window: PageWindow,
+  filter: SQL | undefined,
+): Promise<Map<string, Page<Row>>> {
+  if (parentIds.length === 0) return new Map();
+  const parents = sql`unnest(${sql.param([...new Set(parentIds)])}::text[]) as parents(parent_id)`;
+  const pages = await fetchGroupedPages(list.ordering, window, filter, (side, where, order, limit) => {
+    const alias = side === 0 ? 'page' : 'probe';
+    const rows = db
+      .select(list.columns)
+      .from(list.table)
+      .where(and(eq(parentColumn, sql`parents.parent_id`), where))
+      .orderBy(...order)
+      .limit(limit)
+      .as(alias);
+    const row = Object.fromEntries(Object.keys(list.columns).map((name) => [name, (rows as unknown as Record<string, unknown>)[name]]));
+    return db
+      .select({ group: sql<string>`parents.parent_id`.as('page_group'), side: sql<number>`${sql.raw(String(side))}`.mapWith(Number).as('page_side'), row: row as never })
+      .from(parents)
+      .crossJoinLateral(rows);
+  });
+  return new Map(parentIds.map((id) => [id, pages.get(id) ?? EMPTY_PAGE]));
 }

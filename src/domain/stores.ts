@@ -12,7 +12,7 @@ import {
   STORE_METADATA_MAX_KEYS,
   STORE_NAME_MAX_CHARACTERS,
 } from './limits.js';
-import { fetchKeysetPage, type KeysetOrdering, type Page, type PageWindow } from './pagination.js';
+import { fetchPage, type KeysetList, type Page, type PageWindow } from './pagination.js';
 import { checkIdempotencyKey, checkMetadata, checkText, IssueList } from './validation.js';
 import type { Viewer } from './viewer.js';
 
@@ -20,9 +20,14 @@ export type MemoryStoreRecord = typeof memoryStores.$inferSelect;
 export type MemoryStoreStatus = MemoryStoreRecord['status'];
 
 /** Newest first; the id breaks ties between stores created in the same millisecond. */
-export const MEMORY_STORE_ORDERING: KeysetOrdering = {
-  columns: [memoryStores.createdAt, memoryStores.id],
-  direction: 'desc',
+export const MEMORY_STORE_LIST: KeysetList<MemoryStoreRecord> = {
+  table: memoryStores,
+  columns: getTableColumns(memoryStores),
+  ordering: {
+    columns: [memoryStores.createdAt, memoryStores.id],
+    direction: 'desc',
+    keyOf: (store) => [store.createdAt, store.id],
+  },
 };
 
 const inWorkspace = (workspaceId: string) => eq(memoryStores.workspaceId, workspaceId);
@@ -81,18 +86,7 @@ export async function listMemoryStores(
   filter: MemoryStoreFilter,
   window: PageWindow,
 ): Promise<Page<MemoryStoreRecord>> {
-  return fetchKeysetPage<MemoryStoreRecord & { pageSide: number }>(
-    MEMORY_STORE_ORDERING,
-    window,
-    storeFilter(workspaceId, filter),
-    (side, where, order, limit) =>
-      db
-        .select({ ...getTableColumns(memoryStores), pageSide: side })
-        .from(memoryStores)
-        .where(where)
-        .orderBy(...order)
-        .limit(limit),
-  );
+  return fetchPage(db, MEMORY_STORE_LIST, window, storeFilter(workspaceId, filter));
 }
 
 export async function countMemoryStores(db: Database, workspaceId: string, filter: MemoryStoreFilter): Promise<number> {

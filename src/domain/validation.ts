@@ -1,8 +1,12 @@
 import { InvalidRequestError, type ValidationIssue } from './errors.js';
 import {
+  CONTENT_MAX_BYTES,
   IDEMPOTENCY_KEY_MAX_CHARACTERS,
   METADATA_KEY_MAX_CHARACTERS,
   METADATA_VALUE_MAX_CHARACTERS,
+  PATH_MAX_BYTES,
+  PATH_MAX_SEGMENTS,
+  PATH_SEGMENT_MAX_BYTES,
 } from './limits.js';
 
 type FieldPath = ValidationIssue['field'];
@@ -114,4 +118,70 @@ export function checkMetadata(
 
 export function checkIdempotencyKey(issues: IssueList, field: FieldPath, key: string): void {
   checkText(issues, field, key, { maxCharacters: IDEMPOTENCY_KEY_MAX_CHARACTERS, allowBlank: false });
+}
+
+/** Size in UTF-8 bytes (for well-formed strings; others are refused before they are measured). */
+export function utf8Bytes(value: string): number {
+  return Buffer.byteLength(value, 'utf8');
+}
+
+/** The seed's path rules, each with the message that reports it. */
+export const PATH_RULES = {
+  unicode: 'must be valid Unicode (it contains a lone surrogate)',
+  empty: 'must not be empty',
+  forbiddenCharacter: 'must not contain "\\" or NUL',
+  absolute: 'must be relative: it cannot start with "/"',
+  tooLong: `must be at most ${PATH_MAX_BYTES} bytes of UTF-8`,
+  tooManySegments: `must have at most ${PATH_MAX_SEGMENTS} segments`,
+  emptySegment: 'must not contain empty segments ("//" or a trailing "/")',
+  dotSegment: 'must not contain "." or ".." segments',
+  paddedSegment: 'must not contain segments with leading or trailing whitespace',
+  longSegment: `must not contain segments longer than ${PATH_SEGMENT_MAX_BYTES} bytes of UTF-8`,
+} as const;
+
+export type PathRule = keyof typeof PATH_RULES;
+
+/** Every path rule the path breaks (empty when it is valid). Paths are case-sensitive. */
+export function pathViolations(path: string): PathRule[] {
+  if (!path.isWellFormed()) return ['unicode'];
+  if (path === '') return ['empty'];
+  const broken = new Set<PathRule>();
+  if (path.includes('\\') || path.includes('\u0000')) broken.add('forbiddenCharacter');
+  if (path.startsWith('/')) broken.add('absolute');
+  if (utf8Bytes(path) > PATH_MAX_BYTES) broken.add('tooLong');
+  const segments = path.split('/');
+  if (segments.length > PATH_MAX_SEGMENTS) broken.add('tooManySegments');
+  // A leading "/" is reported as absolute, not also as an empty first segment.
+  for (const [index, segment] of segments.entries()) {
+    if (segment === '') {
+      if (!(index === 0 && path.startsWith('/'))) broken.add('emptySegment');
+      continue;
+    }
+    if (segment === '.' || segment === '..') broken.add('dotSegment');
+    if (segment.trim() !== segment) broken.add('paddedSegment');
+    if (utf8Bytes(segment) > PATH_SEGMENT_MAX_BYTES) broken.add('longSegment');
+  }
+  return [...broken];
+}
+
+export function checkPath(issues: IssueList, field: FieldPath, path: string): void {
+  for (const rule of pathViolations(path)) issues.add(field, PATH_RULES[rule]);
+}
+
+/** The seed's content rules: UTF-8 text of at most 100 KiB, no control characters but \n \r \t. */
+export function checkContent(issues: IssueList, field: FieldPath, content: string): void {
+  const problem = textProblem(content);
+  if (problem) {
+    issues.add(field, problem);
+    return;
+  }
+  const bytes = utf8Bytes(content);
+  if (bytes > CONTENT_MAX_BYTES) issues.add(field, `must be at most ${CONTENT_MAX_BYTES} bytes of UTF-8 (got ${bytes})`);
+}
+
+const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
+
+/** `expectedContentSha256`: a SHA-256 as 64 hex digits (compared in lower case). */
+export function checkSha256(issues: IssueList, field: FieldPath, value: string): void {
+  if (!SHA256_HEX.test(value)) issues.add(field, 'must be a SHA-256 written as 64 hex digits');
 }

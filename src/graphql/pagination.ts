@@ -16,7 +16,7 @@ export interface ConnectionArguments {
  */
 export interface CursorFormat<Row> {
   tag: string;
-  kinds: readonly ('string' | 'date')[];
+  kinds: readonly ('string' | 'date' | 'number')[];
   keyOf: (row: Row) => KeyValue[];
 }
 
@@ -37,6 +37,10 @@ function decodeCursor<Row>(format: CursorFormat<Row>, cursor: string, argument: 
   if (!Array.isArray(parsed) || parsed.length !== format.kinds.length + 1 || parsed[0] !== format.tag) throw refuse();
   return format.kinds.map((kind, index) => {
     const value: unknown = parsed[index + 1];
+    if (kind === 'number') {
+      if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw refuse();
+      return value;
+    }
     if (typeof value !== 'string') throw refuse();
     if (kind === 'date') {
       const date = new Date(value);

@@ -3,6 +3,8 @@ import { builder } from './builder.js';
 import './types/errors.js';
 import './types/node.js';
 import './types/memory-store.js';
+import './types/memory.js';
+import './types/memory-version.js';
 
 export const schema = builder.toSchema();
 

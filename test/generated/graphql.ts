@@ -87,14 +87,22 @@ export type GetNodeQueryVariables = Exact<{
 }>;
 
 
-export type GetNodeQuery = { node: { __typename: 'MemoryStore', name: string, id: string } | null };
+export type GetNodeQuery = { node:
+    | { __typename: 'Memory', id: string }
+    | { __typename: 'MemoryStore', name: string, id: string }
+    | { __typename: 'MemoryVersion', id: string }
+   | null };
 
 export type GetNodesQueryVariables = Exact<{
   ids: Array<string | number> | string | number;
 }>;
 
 
-export type GetNodesQuery = { nodes: Array<{ __typename: 'MemoryStore', id: string } | null> };
+export type GetNodesQuery = { nodes: Array<
+    | { __typename: 'Memory', id: string }
+    | { __typename: 'MemoryStore', id: string }
+    | { __typename: 'MemoryVersion', id: string }
+   | null> };
 
 export type StoreFieldsFragment = { id: string, name: string, description: string, status: MemoryStoreStatus, entryCount: number, totalSize: number, metadata: Record<string, unknown>, systemManaged: boolean, identityId: string | null, createdAt: string, updatedAt: string, archivedAt: string | null, bindingInfo: { identityTemplateCount: number } };
 

@@ -22,6 +22,7 @@ import {
 } from '../../domain/limits.js';
 import { builder } from '../builder.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { MemoryStoreRef } from './refs.js';
 
 // ---------------------------------------------------------------------------------------
 // The type
@@ -45,7 +46,6 @@ const BindingInfoRef = builder.objectRef<MemoryStoreRecord>('MemoryStoreBindingI
   }),
 });
 
-export const MemoryStoreRef = builder.objectRef<MemoryStoreRecord>('MemoryStore');
 
 builder.node(MemoryStoreRef, {
   description: 'A container of memories (files of an agent). It holds no content itself and can be mounted onto (identity, template) pairs.',

@@ -9,6 +9,10 @@ async function loadNode(context: Context, id: string): Promise<unknown> {
   switch (kindOfId(id)) {
     case 'memoryStore':
       return context.loaders.memoryStore.load(id);
+    case 'memory':
+      return context.loaders.memory.load(id);
+    case 'memoryVersion':
+      return context.loaders.memoryVersion.load(id);
     default:
       return null;
   }

@@ -1,0 +1,346 @@
+import { createHash } from 'node:crypto';
+import { and, count, eq, getTableColumns, gte, inArray, lt, ne, sql, type SQL } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { memories, memoryStores, memoryVersions } from '../db/schema.js';
+import { ConflictError, NotFoundError, PreconditionFailedError } from './errors.js';
+import { isIdOfKind, newId } from './ids.js';
+import { MEMORY_METADATA_MAX_KEYS } from './limits.js';
+import { fetchPagesByParent, type KeysetList, type Page, type PageWindow } from './pagination.js';
+import { checkContent, checkMetadata, checkPath, checkSha256, IssueList, pathViolations } from './validation.js';
+import type { Writer } from './viewer.js';
+import { versionValuesFor, type MemoryVersionRecord } from './versions.js';
+
+export type MemoryRecord = typeof memories.$inferSelect;
+/** A memory as lists load it: without its content (which `content` loads when selected). */
+export type MemorySummary = Omit<MemoryRecord, 'content'> & { content?: string };
+
+export type MemoryOrder = 'PATH_ASC' | 'PATH_DESC' | 'UPDATED_AT_DESC' | 'CREATED_AT_DESC';
+
+const { content: _content, ...summaryColumns } = getTableColumns(memories);
+
+/** The four orders of MemoryStore.memories; each key is unique within a store. */
+export const MEMORY_LISTS: Record<MemoryOrder, KeysetList<MemorySummary>> = {
+  PATH_ASC: { table: memories, columns: summaryColumns, ordering: { columns: [memories.path], direction: 'asc', keyOf: (memory) => [memory.path] } },
+  PATH_DESC: { table: memories, columns: summaryColumns, ordering: { columns: [memories.path], direction: 'desc', keyOf: (memory) => [memory.path] } },
+  UPDATED_AT_DESC: {
+    table: memories,
+    columns: summaryColumns,
+    ordering: { columns: [memories.updatedAt, memories.id], direction: 'desc', keyOf: (memory) => [memory.updatedAt, memory.id] },
+  },
+  CREATED_AT_DESC: {
+    table: memories,
+    columns: summaryColumns,
+    ordering: { columns: [memories.createdAt, memories.id], direction: 'desc', keyOf: (memory) => [memory.createdAt, memory.id] },
+  },
+};
+
+export function sha256Hex(content: string): string {
+  return createHash('sha256').update(content, 'utf8').digest('hex');
+}
+
+const inWorkspace = (workspaceId: string) => eq(memories.workspaceId, workspaceId);
+const memoryById = (workspaceId: string, id: string) => and(inWorkspace(workspaceId), eq(memories.id, id));
+
+function memoryNotFound(id: string): NotFoundError {
+  return new NotFoundError(`No memory with id "${id}".`);
+}
+
+function storeNotFound(id: string): NotFoundError {
+  return new NotFoundError(`No memory store with id "${id}".`);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+export async function loadMemoriesByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<MemoryRecord[]> {
+  const wellFormed = ids.filter((id) => isIdOfKind(id, 'memory'));
+  if (wellFormed.length === 0) return [];
+  return db.select().from(memories).where(and(inWorkspace(workspaceId), inArray(memories.id, wellFormed)));
+}
+
+/** The live memories at these (store, path) pairs, in one statement. */
+export async function loadMemoriesByPath(
+  db: Database,
+  workspaceId: string,
+  keys: readonly { memoryStoreId: string; path: string }[],
+): Promise<MemoryRecord[]> {
+  // A path that breaks the path rules cannot be stored (and NUL cannot even be sent to PostgreSQL).
+  const valid = keys.filter((key) => pathViolations(key.path).length === 0);
+  if (valid.length === 0) return [];
+  return db
+    .select()
+    .from(memories)
+    .where(
+      and(
+        inWorkspace(workspaceId),
+        sql`(${memories.memoryStoreId}, ${memories.path}) in (select * from unnest(${sql.param(valid.map((key) => key.memoryStoreId))}::text[], ${sql.param(valid.map((key) => key.path))}::text[]))`,
+      ),
+    );
+}
+
+export async function loadMemoryContents(db: Database, workspaceId: string, ids: readonly string[]): Promise<Map<string, string>> {
+  const rows = await db
+    .select({ id: memories.id, content: memories.content })
+    .from(memories)
+    .where(and(inWorkspace(workspaceId), inArray(memories.id, [...ids])));
+  return new Map(rows.map((row) => [row.id, row.content]));
+}
+
+/**
+ * The smallest string greater than every string that starts with `prefix`, in code-point
+ * order; null when there is none. Turns a prefix into an index range.
+ */
+export function prefixUpperBound(prefix: string): string | null {
+  const codePoints = [...prefix].map((character) => character.codePointAt(0)!);
+  while (codePoints.length > 0) {
+    const last = codePoints.pop()!;
+    if (last < 0x10ffff) {
+      codePoints.push(last + 1 === 0xd800 ? 0xe000 : last + 1);
+      return String.fromCodePoint(...codePoints);
+    }
+  }
+  return null;
+}
+
+/**
+ * `pathPrefix` as a plain string prefix, written as a range on the path index. A prefix
+ * no path can have (NUL, lone surrogates) matches nothing.
+ */
+function pathPrefixFilter(prefix: string | undefined): SQL | undefined | false {
+  if (prefix === undefined || prefix === '') return undefined;
+  if (!prefix.isWellFormed() || prefix.includes('\u0000')) return false;
+  const upper = prefixUpperBound(prefix);
+  return upper === null ? gte(memories.path, prefix) : and(gte(memories.path, prefix), lt(memories.path, upper));
+}
+
+export interface MemoryListFilter {
+  pathPrefix?: string;
+}
+
+export async function listMemoriesByStore(
+  db: Database,
+  workspaceId: string,
+  storeIds: readonly string[],
+  order: MemoryOrder,
+  filter: MemoryListFilter,
+  window: PageWindow,
+): Promise<Map<string, Page<MemorySummary>>> {
+  const prefix = pathPrefixFilter(filter.pathPrefix);
+  if (prefix === false) return new Map(storeIds.map((id) => [id, { rows: [], hasNextPage: false, hasPreviousPage: false }]));
+  return fetchPagesByParent(db, MEMORY_LISTS[order], memories.memoryStoreId, storeIds, window, and(inWorkspace(workspaceId), prefix));
+}
+
+export async function countMemoriesByStore(
+  db: Database,
+  workspaceId: string,
+  storeIds: readonly string[],
+  filter: MemoryListFilter,
+): Promise<Map<string, number>> {
+  const counts = new Map(storeIds.map((id) => [id, 0]));
+  const prefix = pathPrefixFilter(filter.pathPrefix);
+  if (prefix === false || storeIds.length === 0) return counts;
+  const rows = await db
+    .select({ memoryStoreId: memories.memoryStoreId, total: count() })
+    .from(memories)
+    .where(and(inWorkspace(workspaceId), inArray(memories.memoryStoreId, [...storeIds]), prefix))
+    .groupBy(memories.memoryStoreId);
+  for (const row of rows) counts.set(row.memoryStoreId, row.total);
+  return counts;
+}
+
+// ---------------------------------------------------------------------------------------
+// Writes: each is one transaction that first locks the store row. Every memory write of a
+// store therefore runs one after another, which keeps the store's counters, the unique
+// live path and each memory's version sequence exact without retries.
+
+/** Locks the store for this transaction; refuses missing and archived stores. */
+async function lockActiveStore(tx: Database, workspaceId: string, memoryStoreId: string): Promise<void> {
+  const [store] = await tx
+    .select({ status: memoryStores.status })
+    .from(memoryStores)
+    .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, memoryStoreId)))
+    .for('update');
+  if (!store) throw storeNotFound(memoryStoreId);
+  if (store.status === 'archived') throw new ConflictError('The memory store is archived: its memories cannot be changed.');
+}
+
+async function adjustStoreCounters(tx: Database, workspaceId: string, memoryStoreId: string, entries: number, bytes: number): Promise<void> {
+  if (entries === 0 && bytes === 0) return;
+  await tx
+    .update(memoryStores)
+    .set({ entryCount: sql`${memoryStores.entryCount} + ${entries}`, totalSize: sql`${memoryStores.totalSize} + ${bytes}` })
+    .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, memoryStoreId)));
+}
+
+/** Finds the memory's store, locks it, and reads the memory again under the lock. */
+async function lockMemory(tx: Database, workspaceId: string, id: string): Promise<MemoryRecord> {
+  const [located] = await tx.select({ memoryStoreId: memories.memoryStoreId }).from(memories).where(memoryById(workspaceId, id));
+  if (!located) throw memoryNotFound(id);
+  await lockActiveStore(tx, workspaceId, located.memoryStoreId);
+  const [memory] = await tx.select().from(memories).where(memoryById(workspaceId, id));
+  if (!memory) throw memoryNotFound(id);
+  return memory;
+}
+
+/**
+ * A version's time: the request's clock, but never before the memory's previous version,
+ * so that each memory's history reads forward even when a request waited for the lock.
+ */
+function versionTime(now: Date, previous?: Date): Date {
+  return previous && previous > now ? previous : now;
+}
+
+function checkMemoryMetadata(issues: IssueList, metadata: Record<string, unknown>): void {
+  checkMetadata(issues, ['metadata'], metadata, { maxKeys: MEMORY_METADATA_MAX_KEYS });
+}
+
+function sameMetadata(left: Record<string, string>, right: Record<string, unknown>): boolean {
+  const leftKeys = Object.keys(left);
+  return leftKeys.length === Object.keys(right).length && leftKeys.every((key) => Object.hasOwn(right, key) && right[key] === left[key]);
+}
+
+export interface CreateMemoryInput {
+  memoryStoreId: string;
+  path: string;
+  content: string;
+  metadata?: Record<string, unknown> | null;
+}
+
+export async function createMemory(db: Database, writer: Writer, input: CreateMemoryInput, now: Date): Promise<MemoryRecord> {
+  const issues = new IssueList();
+  checkPath(issues, ['path'], input.path);
+  checkContent(issues, ['content'], input.content);
+  if (input.metadata != null) checkMemoryMetadata(issues, input.metadata);
+  issues.throwIfAny();
+  if (!isIdOfKind(input.memoryStoreId, 'memoryStore')) throw storeNotFound(input.memoryStoreId);
+
+  const contentSizeBytes = Buffer.byteLength(input.content, 'utf8');
+  const contentSha256 = sha256Hex(input.content);
+  return db.transaction(async (tx) => {
+    await lockActiveStore(tx, writer.workspaceId, input.memoryStoreId);
+    const [created] = await tx
+      .insert(memories)
+      .values({
+        workspaceId: writer.workspaceId,
+        id: newId('memory', now.getTime()),
+        memoryStoreId: input.memoryStoreId,
+        path: input.path,
+        content: input.content,
+        contentSizeBytes,
+        contentSha256,
+        metadata: (input.metadata ?? {}) as Record<string, string>,
+        versionSequence: 1,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .onConflictDoNothing({ target: [memories.workspaceId, memories.memoryStoreId, memories.path] })
+      .returning();
+    if (!created) throw new ConflictError(`A memory already exists at path "${input.path}" in this store.`);
+    await tx.insert(memoryVersions).values(versionValuesFor(created, 'created', 1, writer, now));
+    await adjustStoreCounters(tx, writer.workspaceId, input.memoryStoreId, 1, contentSizeBytes);
+    return created;
+  });
+}
+
+export interface UpdateMemoryInput {
+  id: string;
+  /** undefined: keep; null: refused. */
+  content?: string | null;
+  metadata?: Record<string, unknown> | null;
+  path?: string | null;
+  expectedContentSha256?: string | null;
+}
+
+export async function updateMemory(db: Database, writer: Writer, input: UpdateMemoryInput, now: Date): Promise<MemoryRecord> {
+  const issues = new IssueList();
+  const fields = ['content', 'metadata', 'path'] as const;
+  if (fields.every((field) => input[field] === undefined)) issues.add([], 'Give at least one of content, metadata, path.');
+  for (const field of [...fields, 'expectedContentSha256'] as const) {
+    if (input[field] === null) issues.add([field], 'must not be null: leave the field out instead');
+  }
+  if (typeof input.path === 'string') checkPath(issues, ['path'], input.path);
+  if (typeof input.content === 'string') checkContent(issues, ['content'], input.content);
+  if (input.metadata) checkMemoryMetadata(issues, input.metadata);
+  if (typeof input.expectedContentSha256 === 'string') checkSha256(issues, ['expectedContentSha256'], input.expectedContentSha256);
+  issues.throwIfAny();
+  if (!isIdOfKind(input.id, 'memory')) throw memoryNotFound(input.id);
+
+  return db.transaction(async (tx) => {
+    const current = await lockMemory(tx, writer.workspaceId, input.id);
+    const next = {
+      content: input.content ?? current.content,
+      path: input.path ?? current.path,
+      metadata: (input.metadata ?? current.metadata) as Record<string, string>,
+    };
+    const unchanged = next.content === current.content && next.path === current.path && sameMetadata(current.metadata, next.metadata);
+    const expected = input.expectedContentSha256?.toLowerCase();
+    if (expected !== undefined && expected !== current.contentSha256 && !unchanged) {
+      throw new PreconditionFailedError('The memory\'s content has changed since the expected version.', current.contentSha256);
+    }
+    // Nothing to change (including a stale precondition whose request is already the
+    // stored state): success, and no version.
+    if (unchanged) return current;
+
+    if (next.path !== current.path) {
+      const [taken] = await tx
+        .select({ id: memories.id })
+        .from(memories)
+        .where(and(inWorkspace(writer.workspaceId), eq(memories.memoryStoreId, current.memoryStoreId), eq(memories.path, next.path), ne(memories.id, current.id)));
+      if (taken) throw new ConflictError(`A memory already exists at path "${next.path}" in this store.`);
+    }
+    const contentSizeBytes = Buffer.byteLength(next.content, 'utf8');
+    const updatedAt = versionTime(now, current.updatedAt);
+    const sequence = current.versionSequence + 1;
+    const [updated] = await tx
+      .update(memories)
+      .set({
+        path: next.path,
+        content: next.content,
+        contentSizeBytes,
+        contentSha256: next.content === current.content ? current.contentSha256 : sha256Hex(next.content),
+        metadata: next.metadata,
+        versionSequence: sequence,
+        updatedAt,
+      })
+      .where(memoryById(writer.workspaceId, current.id))
+      .returning();
+    await tx.insert(memoryVersions).values(versionValuesFor(updated!, 'updated', sequence, writer, updatedAt));
+    await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, 0, contentSizeBytes - current.contentSizeBytes);
+    return updated!;
+  });
+}
+
+export interface DeleteMemoryInput {
+  id: string;
+  expectedContentSha256?: string | null;
+}
+
+export async function deleteMemory(
+  db: Database,
+  writer: Writer,
+  input: DeleteMemoryInput,
+  now: Date,
+): Promise<{ deletedMemoryId: string; version: MemoryVersionRecord }> {
+  const issues = new IssueList();
+  if (input.expectedContentSha256 === null) issues.add(['expectedContentSha256'], 'must not be null: leave the field out instead');
+  if (typeof input.expectedContentSha256 === 'string') checkSha256(issues, ['expectedContentSha256'], input.expectedContentSha256);
+  issues.throwIfAny();
+  if (!isIdOfKind(input.id, 'memory')) throw memoryNotFound(input.id);
+
+  return db.transaction(async (tx) => {
+    const current = await lockMemory(tx, writer.workspaceId, input.id);
+    const expected = input.expectedContentSha256?.toLowerCase();
+    if (expected !== undefined && expected !== current.contentSha256) {
+      throw new PreconditionFailedError('The memory\'s content has changed since the expected version.', current.contentSha256);
+    }
+    await tx.delete(memories).where(memoryById(writer.workspaceId, current.id));
+    const deletedAt = versionTime(now, current.updatedAt);
+    // The DELETED version keeps the memory's last state: path, content, size and sha.
+    const [version] = await tx
+      .insert(memoryVersions)
+      .values(versionValuesFor(current, 'deleted', current.versionSequence + 1, writer, deletedAt))
+      .returning();
+    await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, -1, -current.contentSizeBytes);
+    return { deletedMemoryId: current.id, version: version! };
+  });
+}

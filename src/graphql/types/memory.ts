@@ -1,0 +1,208 @@
+import { ConflictError, InvalidRequestError, NotFoundError, PreconditionFailedError } from '../../domain/errors.js';
+import { isIdOfKind } from '../../domain/ids.js';
+import {
+  CONTENT_MAX_BYTES,
+  MEMORY_METADATA_MAX_KEYS,
+  METADATA_KEY_MAX_CHARACTERS,
+  METADATA_VALUE_MAX_CHARACTERS,
+  PATH_MAX_BYTES,
+  PATH_MAX_SEGMENTS,
+  PATH_SEGMENT_MAX_BYTES,
+} from '../../domain/limits.js';
+import {
+  createMemory,
+  deleteMemory,
+  updateMemory,
+  type MemoryOrder,
+  type MemoryRecord,
+  type MemorySummary,
+} from '../../domain/memories.js';
+import type { MemoryVersionRecord } from '../../domain/versions.js';
+import { writerOf } from '../../domain/viewer.js';
+import { builder } from '../builder.js';
+import { memoryPathKey } from '../loaders.js';
+import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
+
+// ---------------------------------------------------------------------------------------
+// The type
+
+const pathRules = `a relative path of at most ${PATH_MAX_BYTES} UTF-8 bytes and ${PATH_MAX_SEGMENTS} segments of at most ${PATH_SEGMENT_MAX_BYTES} bytes; no empty, "." or ".." segments, no segments with leading or trailing whitespace, no "\\\\" or NUL; case-sensitive`;
+const contentRules = `UTF-8 text of at most ${CONTENT_MAX_BYTES} bytes (100 KiB), no control characters other than \\n \\r \\t`;
+const metadataRules = `at most ${MEMORY_METADATA_MAX_KEYS} keys of 1–${METADATA_KEY_MAX_CHARACTERS} characters with string values of at most ${METADATA_VALUE_MAX_CHARACTERS} characters; "created_by" is an ordinary key here`;
+
+builder.node(MemoryRef, {
+  description: 'A file of agent memory: a path in a store and its UTF-8 text. Every create, update and delete leaves a MemoryVersion.',
+  id: { resolve: (memory) => memory.id, description: 'The memory id: `mem_` followed by 20 lowercase base36 characters. Renames keep it.' },
+  isTypeOf: (value) => isIdOfKind((value as MemorySummary).id ?? '', 'memory'),
+  fields: (t) => ({
+    memoryStoreId: t.exposeID('memoryStoreId', { description: 'The store holding the memory.' }),
+    memoryStore: t.field({
+      type: MemoryStoreRef,
+      description: 'The store holding the memory.',
+      resolve: async (memory, _args, context) => (await context.loaders.memoryStore.load(memory.memoryStoreId))!,
+    }),
+    path: t.exposeString('path', { description: `Where the memory lives in its store: ${pathRules}.` }),
+    content: t.string({
+      description: 'The text. It is loaded only when selected; selecting it in long lists is what makes them expensive.',
+      resolve: async (memory, _args, context) => memory.content ?? (await context.loaders.memoryContent.load(memory.id)) ?? '',
+    }),
+    contentSizeBytes: t.exposeInt('contentSizeBytes', { description: 'The size of the content in UTF-8 bytes.' }),
+    contentSha256: t.exposeString('contentSha256', {
+      description: 'Lower-case hex SHA-256 of the content\'s UTF-8 bytes; pass it as expectedContentSha256 for optimistic concurrency.',
+    }),
+    metadata: t.field({ type: 'JSONObject', description: 'String key/value pairs, replaced as a whole by updates.', resolve: (memory) => memory.metadata }),
+    createdAt: t.field({ type: 'DateTime', description: 'When the memory was created (its CREATED version).', resolve: (memory) => memory.createdAt }),
+    updatedAt: t.field({ type: 'DateTime', description: 'When its newest version was written.', resolve: (memory) => memory.updatedAt }),
+    latestVersion: t.field({
+      type: MemoryVersionRef,
+      description: 'The newest version: the one holding the memory\'s current state.',
+      resolve: async (memory, _args, context) => (await context.loaders.latestVersion.load(memory.id))!,
+    }),
+  }),
+});
+
+// ---------------------------------------------------------------------------------------
+// MemoryStore.memories and MemoryStore.memory
+
+const MemoryOrderEnum = builder.enumType('MemoryOrder', {
+  description: 'The order of MemoryStore.memories.',
+  values: {
+    PATH_ASC: { description: 'By path in byte (code-point) order, not locale order: "B" before "a", "a/b" before "a_b".' },
+    PATH_DESC: { description: 'By path, reversed byte order.' },
+    UPDATED_AT_DESC: { description: 'Most recently changed first (ties by id).' },
+    CREATED_AT_DESC: { description: 'Most recently created first (ties by id).' },
+  } as const,
+});
+
+const memoryCursors: Record<MemoryOrder, CursorFormat<MemorySummary>> = {
+  PATH_ASC: { tag: 'memories:path', kinds: ['string'], keyOf: (memory) => [memory.path] },
+  PATH_DESC: { tag: 'memories:path-desc', kinds: ['string'], keyOf: (memory) => [memory.path] },
+  UPDATED_AT_DESC: { tag: 'memories:updated', kinds: ['date', 'string'], keyOf: (memory) => [memory.updatedAt, memory.id] },
+  CREATED_AT_DESC: { tag: 'memories:created', kinds: ['date', 'string'], keyOf: (memory) => [memory.createdAt, memory.id] },
+};
+
+builder.objectFields(MemoryStoreRef, (t) => ({
+  memories: t.connection(
+    {
+      type: MemoryRef,
+      description: 'The store\'s live memories, by path unless `orderBy` says otherwise.',
+      args: {
+        pathPrefix: t.arg.string({ description: 'Only memories whose path starts with this string (a plain prefix: "a/b" matches "a/bc.md").' }),
+        orderBy: t.arg({ type: MemoryOrderEnum, defaultValue: 'PATH_ASC', required: true, description: 'The order of the list.' }),
+      },
+      resolve: async (store, args, context) => {
+        const format = memoryCursors[args.orderBy];
+        const window = parseConnectionArguments(format, args);
+        const filter = { pathPrefix: args.pathPrefix ?? undefined };
+        const page = await context.loaders.memoriesOfStore({ order: args.orderBy, filter, window }).load(store.id);
+        return toConnection(format, page, () => context.loaders.memoryCountOfStore(filter).load(store.id));
+      },
+    },
+    { name: 'MemoryConnection', description: 'A page of memories.' },
+    { name: 'MemoryEdge', description: 'A memory and its cursor.' },
+  ),
+  memory: t.field({
+    type: MemoryRef,
+    nullable: true,
+    description: 'The live memory at exactly this path (case-sensitive), or null.',
+    args: { path: t.arg.string({ required: true, description: 'The memory\'s path.' }) },
+    resolve: (store, { path }, context) => context.loaders.memoryByPath.load(memoryPathKey(store.id, path)),
+  }),
+}));
+
+// ---------------------------------------------------------------------------------------
+// Query
+
+builder.queryField('memory', (t) =>
+  t.field({
+    type: MemoryRef,
+    nullable: true,
+    description: 'The live memory with this id, or null (also once it is deleted).',
+    args: { id: t.arg.id({ required: true, description: 'A `mem_` id.' }) },
+    resolve: (_root, { id }, context) => (isIdOfKind(id, 'memory') ? context.loaders.memory.load(id) : null),
+  }),
+);
+
+// ---------------------------------------------------------------------------------------
+// Mutations
+
+const CreateMemoryInput = builder.inputType('CreateMemoryInput', {
+  description: 'A new memory.',
+  fields: (t) => ({
+    memoryStoreId: t.id({ required: true, description: 'The active store to create it in.' }),
+    path: t.string({ required: true, description: `Its path: ${pathRules}. No live memory of the store may have it.` }),
+    content: t.string({ required: true, description: `Its text: ${contentRules}.` }),
+    metadata: t.field({ type: 'JSONObject', description: `String key/value pairs: ${metadataRules}. Omitted or null: {}.` }),
+  }),
+});
+
+const UpdateMemoryInput = builder.inputType('UpdateMemoryInput', {
+  description:
+    'Changes to a memory: give at least one of content, metadata, path. A field left out keeps its value; null is refused. An update that changes nothing succeeds without writing a version.',
+  fields: (t) => ({
+    id: t.id({ required: true, description: 'The memory to change.' }),
+    content: t.string({ description: `The new text: ${contentRules}.` }),
+    metadata: t.field({ type: 'JSONObject', description: `Replaces the whole map: ${metadataRules}.` }),
+    path: t.string({ description: `Renames the memory (it keeps its id): ${pathRules}. A path taken by another live memory is a CONFLICT.` }),
+    expectedContentSha256: t.string({
+      description:
+        'Apply only if the stored content still has this SHA-256 (64 hex digits); otherwise PreconditionFailedError — unless the memory already is exactly as requested, which succeeds without a new version.',
+    }),
+  }),
+});
+
+const DeleteMemoryInput = builder.inputType('DeleteMemoryInput', {
+  description: 'The memory to delete.',
+  fields: (t) => ({
+    id: t.id({ required: true, description: 'The memory to delete.' }),
+    expectedContentSha256: t.string({ description: 'Delete only if the stored content still has this SHA-256; otherwise PreconditionFailedError.' }),
+  }),
+});
+
+const memorySuccess = (name: string, description: string) =>
+  builder.objectRef<{ memory: MemoryRecord }>(name).implement({
+    description,
+    fields: (t) => ({ memory: t.field({ type: MemoryRef, description: 'The memory as it is now.', resolve: (result) => result.memory }) }),
+  });
+
+const CreateMemorySuccess = memorySuccess('CreateMemorySuccess', 'The memory was created with a CREATED version.');
+const UpdateMemorySuccess = memorySuccess('UpdateMemorySuccess', 'The memory is as requested (with an UPDATED version if anything changed).');
+
+const DeleteMemorySuccess = builder.objectRef<{ deletedMemoryId: string; version: MemoryVersionRecord }>('DeleteMemorySuccess').implement({
+  description: 'The memory is gone; its path is free again. Its history stays.',
+  fields: (t) => ({
+    deletedMemoryId: t.exposeID('deletedMemoryId', { description: 'The id the memory had (a re-created memory gets a new one).' }),
+    version: t.field({
+      type: MemoryVersionRef,
+      description: 'The DELETED version, holding the memory\'s last path, content, size and sha.',
+      resolve: (result) => result.version,
+    }),
+  }),
+});
+
+const resultUnion = (name: string) => ({ name: `${name}Result`, description: `What ${name.charAt(0).toLowerCase()}${name.slice(1)} returns: the success type or an error type.` });
+
+builder.mutationFields((t) => ({
+  createMemory: t.field({
+    type: CreateMemorySuccess,
+    description: 'Creates a memory and its CREATED version, and adds it to the store\'s entryCount and totalSize, in one transaction. A taken path or an archived store is a CONFLICT.',
+    args: { input: t.arg({ type: CreateMemoryInput, required: true, description: 'The memory to create.' }) },
+    errors: { types: [InvalidRequestError, NotFoundError, ConflictError], directResult: true, union: resultUnion('CreateMemory') },
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await createMemory(db, writerOf(viewer), input, now) }),
+  }),
+  updateMemory: t.field({
+    type: UpdateMemorySuccess,
+    description: 'Changes a memory\'s content, metadata or path, writing an UPDATED version with the new state. An archived store is a CONFLICT.',
+    args: { input: t.arg({ type: UpdateMemoryInput, required: true, description: 'The memory and its changes.' }) },
+    errors: { types: [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError], directResult: true, union: resultUnion('UpdateMemory') },
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await updateMemory(db, writerOf(viewer), input, now) }),
+  }),
+  deleteMemory: t.field({
+    type: DeleteMemorySuccess,
+    description: 'Deletes a memory, writing a DELETED version with its last state. An archived store is a CONFLICT.',
+    args: { input: t.arg({ type: DeleteMemoryInput, required: true, description: 'The memory to delete.' }) },
+    errors: { types: [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError], directResult: true, union: resultUnion('DeleteMemory') },
+    resolve: (_root, { input }, { db, viewer, now }) => deleteMemory(db, writerOf(viewer), input, now),
+  }),
+}));
