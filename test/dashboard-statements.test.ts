@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { countStatements } from '../src/db/statement-count.js';
+import { graphql } from './generated/gql.js';
+import { seedStores } from './support/bulk.js';
+import { invariantViolations } from './support/invariants.js';
+import { useTestServer } from './support/server.js';
+
+const server = useTestServer();
+
+/** The dashboard: stores × memories × versions, with totalCount at each level. */
+const Dashboard = graphql(`
+  query Dashboard($stores: Int!, $memories: Int!, $versions: Int!) {
+    memoryStores(first: $stores) {
+      totalCount
+      edges {
+        node {
+          id
+          name
+          entryCount
+          totalSize
+          memories(first: $memories) {
+            totalCount
+            edges {
+              node {
+                id
+                path
+                contentSizeBytes
+                contentSha256
+                updatedAt
+                versions(first: $versions) {
+                  totalCount
+                  edges {
+                    node {
+                      id
+                      operation
+                      contentSizeBytes
+                      createdAt
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+`);
+
+describe('the dashboard query', () => {
+  it('costs a fixed number of SQL statements, however many stores and memories it shows', async () => {
+    const client = await server.newWorkspace();
+    await seedStores(server.db, client.workspaceId, { stores: 40, memoriesPerStore: 40, versionsPerMemory: 6 });
+    expect(await invariantViolations(server.db, client.workspaceId)).toEqual([]);
+
+    const run = async (stores: number, memories: number) => {
+      const { result, statements } = await countStatements(() => client.execute(Dashboard, { stores, memories, versions: 5 }));
+      expect(result.errors).toBeUndefined();
+      const page = result.data!.memoryStores;
+      expect(page.totalCount).toBe(40);
+      expect(page.edges).toHaveLength(stores);
+      for (const { node: store } of page.edges) {
+        expect(store.memories.totalCount).toBe(40);
+        expect(store.memories.edges).toHaveLength(memories);
+        for (const { node: memory } of store.memories.edges) {
+          expect(memory.versions.totalCount).toBe(6);
+          expect(memory.versions.edges.map((edge) => edge.node.operation)).toEqual(['UPDATED', 'UPDATED', 'UPDATED', 'UPDATED', 'UPDATED']);
+        }
+      }
+      return statements;
+    };
+
+    const dashboard = await run(20, 20);
+    const doubled = await run(40, 40);
+    // Authentication, then a page and a count at each of the three levels.
+    expect(dashboard).toBe(7);
+    expect(doubled).toBe(dashboard);
+  });
+});

@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import type { Database } from '../../src/db/client.js';
+import { memories, memoryStores, memoryVersions } from '../../src/db/schema.js';
+
+/**
+ * The invariants of API.md §6, checked against the database of one workspace: store
+ * counters equal the live memories' count and byte sum, every live memory equals its
+ * newest version, and sizes and hashes match the content. Returns what is wrong.
+ */
+export async function invariantViolations(db: Database, workspaceId: string): Promise<string[]> {
+  const problems: string[] = [];
+  const stores = await db.select().from(memoryStores).where(eq(memoryStores.workspaceId, workspaceId));
+  const live = await db.select().from(memories).where(eq(memories.workspaceId, workspaceId));
+  const versions = await db.select().from(memoryVersions).where(eq(memoryVersions.workspaceId, workspaceId));
+
+  for (const store of stores) {
+    const own = live.filter((memory) => memory.memoryStoreId === store.id);
+    const bytes = own.reduce((sum, memory) => sum + memory.contentSizeBytes, 0);
+    if (store.entryCount !== own.length) problems.push(`${store.id}: entryCount ${store.entryCount}, live memories ${own.length}`);
+    if (store.totalSize !== bytes) problems.push(`${store.id}: totalSize ${store.totalSize}, live bytes ${bytes}`);
+  }
+
+  const newest = new Map<string, (typeof versions)[number]>();
+  for (const version of versions) {
+    const previous = newest.get(version.memoryId);
+    if (!previous || version.sequence > previous.sequence) newest.set(version.memoryId, version);
+  }
+  for (const memory of live) {
+    const version = newest.get(memory.id);
+    if (!version) {
+      problems.push(`${memory.id}: no version`);
+      continue;
+    }
+    if (version.operation === 'deleted') problems.push(`${memory.id}: live, but its newest version is DELETED`);
+    if (version.sequence !== memory.versionSequence) problems.push(`${memory.id}: versionSequence ${memory.versionSequence}, newest ${version.sequence}`);
+    if (version.redactedAt === null && version.content !== memory.content) problems.push(`${memory.id}: content differs from its newest version`);
+    if (version.path !== memory.path || version.contentSha256 !== memory.contentSha256 || version.contentSizeBytes !== memory.contentSizeBytes) {
+      problems.push(`${memory.id}: path, size or sha differs from its newest version`);
+    }
+    if (createHash('sha256').update(memory.content, 'utf8').digest('hex') !== memory.contentSha256) problems.push(`${memory.id}: wrong contentSha256`);
+    if (Buffer.byteLength(memory.content, 'utf8') !== memory.contentSizeBytes) problems.push(`${memory.id}: wrong contentSizeBytes`);
+  }
+
+  const sequences = new Map<string, number[]>();
+  for (const version of versions) sequences.set(version.memoryId, [...(sequences.get(version.memoryId) ?? []), version.sequence]);
+  for (const [memoryId, numbers] of sequences) {
+    const sorted = [...numbers].sort((a, b) => a - b);
+    if (sorted.some((number, index) => number !== index + 1)) problems.push(`${memoryId}: version sequence ${sorted.join(',')} has gaps`);
+  }
+  return problems;
+}
