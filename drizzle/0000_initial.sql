@@ -120,15 +120,14 @@ ALTER TABLE "memory_stores" ADD CONSTRAINT "memory_stores_workspace_id_workspace
 ALTER TABLE "memory_versions" ADD CONSTRAINT "memory_versions_store_fk" FOREIGN KEY ("workspace_id","memory_store_id") REFERENCES "public"."memory_stores"("workspace_id","id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_token_sha256_key" ON "api_keys" USING btree ("token_sha256");--> statement-breakpoint
 CREATE UNIQUE INDEX "memories_store_path_key" ON "memories" USING btree ("workspace_id","memory_store_id","path");--> statement-breakpoint
-CREATE INDEX "memories_store_updated_idx" ON "memories" USING btree ("workspace_id","memory_store_id","updated_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
-CREATE INDEX "memories_store_created_idx" ON "memories" USING btree ("workspace_id","memory_store_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "memories_store_updated_idx" ON "memories" USING btree ("workspace_id","memory_store_id","updated_at","id");--> statement-breakpoint
+CREATE INDEX "memories_store_created_idx" ON "memories" USING btree ("workspace_id","memory_store_id","created_at","id");--> statement-breakpoint
 CREATE INDEX "memory_store_mounts_store_idx" ON "memory_store_mounts" USING btree ("workspace_id","memory_store_id","created_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "memory_store_mounts_default_slot_key" ON "memory_store_mounts" USING btree ("workspace_id","identity_id","template_id") WHERE "memory_store_mounts"."system_managed";--> statement-breakpoint
-CREATE INDEX "memory_stores_created_idx" ON "memory_stores" USING btree ("workspace_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
-CREATE INDEX "memory_stores_name_idx" ON "memory_stores" USING btree ("workspace_id",lower("name") text_pattern_ops);--> statement-breakpoint
+CREATE INDEX "memory_stores_created_idx" ON "memory_stores" USING btree ("workspace_id","created_at","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memory_stores_default_per_pair_key" ON "memory_stores" USING btree ("workspace_id","identity_id","template_id") WHERE "memory_stores"."system_managed" and "memory_stores"."status" = 'active';--> statement-breakpoint
-CREATE INDEX "memory_versions_store_idx" ON "memory_versions" USING btree ("workspace_id","memory_store_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "memory_versions_store_idx" ON "memory_versions" USING btree ("workspace_id","memory_store_id","created_at","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "memory_versions_memory_sequence_key" ON "memory_versions" USING btree ("workspace_id","memory_id","sequence");--> statement-breakpoint
-CREATE INDEX "memory_versions_api_key_idx" ON "memory_versions" USING btree ("workspace_id","created_by_api_key_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST) WHERE "memory_versions"."created_by_api_key_id" is not null;--> statement-breakpoint
-CREATE INDEX "memory_versions_session_idx" ON "memory_versions" USING btree ("workspace_id","created_by_session_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST) WHERE "memory_versions"."created_by_session_id" is not null;--> statement-breakpoint
+CREATE INDEX "memory_versions_api_key_idx" ON "memory_versions" USING btree ("workspace_id","created_by_api_key_id","created_at","id") WHERE "memory_versions"."created_by_api_key_id" is not null;--> statement-breakpoint
+CREATE INDEX "memory_versions_session_idx" ON "memory_versions" USING btree ("workspace_id","created_by_session_id","created_at","id") WHERE "memory_versions"."created_by_session_id" is not null;--> statement-breakpoint
 CREATE INDEX "sessions_pair_idx" ON "sessions" USING btree ("workspace_id","identity_id","template_id","created_at");

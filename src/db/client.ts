@@ -53,7 +53,7 @@ export class DataDirInUseError extends Error {
   }
 }
 
-const logger = { logQuery: () => recordStatement() };
+const logger = { logQuery: (query: string, params: unknown[]) => recordStatement(query, params) };
 
 export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl === undefined ? openPglite(options) : openPostgres(options, options.databaseUrl);

@@ -92,10 +92,10 @@ export const memoryStores = pgTable(
   },
   (table) => [
     primaryKey({ columns: [table.workspaceId, table.id] }),
-    // memoryStores: newest first, keyset on (created_at, id).
-    index('memory_stores_created_idx').on(table.workspaceId, table.createdAt.desc(), table.id.desc()),
-    // memoryStores(namePrefix): case-insensitive prefix match.
-    index('memory_stores_name_idx').on(table.workspaceId, sql`lower(${table.name}) text_pattern_ops`),
+    // memoryStores: newest first, keyset on (created_at, id). Indexes are ascending: a
+    // backward scan serves the descending orders (drizzle's .desc() would add NULLS LAST,
+    // which ORDER BY … DESC cannot use).
+    index('memory_stores_created_idx').on(table.workspaceId, table.createdAt, table.id),
     // At most one active default store per (identity, template) pair.
     uniqueIndex('memory_stores_default_per_pair_key')
       .on(table.workspaceId, table.identityId, table.templateId)
@@ -130,8 +130,8 @@ export const memories = pgTable(
     }).onDelete('cascade'),
     // One live memory per path; also the PATH_ASC / PATH_DESC and pathPrefix index.
     uniqueIndex('memories_store_path_key').on(table.workspaceId, table.memoryStoreId, table.path),
-    index('memories_store_updated_idx').on(table.workspaceId, table.memoryStoreId, table.updatedAt.desc(), table.id.desc()),
-    index('memories_store_created_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt.desc(), table.id.desc()),
+    index('memories_store_updated_idx').on(table.workspaceId, table.memoryStoreId, table.updatedAt, table.id),
+    index('memories_store_created_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt, table.id),
   ],
 );
 
@@ -168,13 +168,13 @@ export const memoryVersions = pgTable(
       columns: [table.workspaceId, table.memoryStoreId],
       foreignColumns: [memoryStores.workspaceId, memoryStores.id],
     }).onDelete('cascade'),
-    index('memory_versions_store_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt.desc(), table.id.desc()),
+    index('memory_versions_store_idx').on(table.workspaceId, table.memoryStoreId, table.createdAt, table.id),
     uniqueIndex('memory_versions_memory_sequence_key').on(table.workspaceId, table.memoryId, table.sequence),
     index('memory_versions_api_key_idx')
-      .on(table.workspaceId, table.createdByApiKeyId, table.createdAt.desc(), table.id.desc())
+      .on(table.workspaceId, table.createdByApiKeyId, table.createdAt, table.id)
       .where(sql`${table.createdByApiKeyId} is not null`),
     index('memory_versions_session_idx')
-      .on(table.workspaceId, table.createdBySessionId, table.createdAt.desc(), table.id.desc())
+      .on(table.workspaceId, table.createdBySessionId, table.createdAt, table.id)
       .where(sql`${table.createdBySessionId} is not null`),
     check('memory_versions_one_creator', sql`num_nonnulls(${table.createdByApiKeyId}, ${table.createdBySessionId}) = 1`),
     check('memory_versions_redaction_clears_content', sql`${table.redactedAt} is null or ${table.content} is null`),

@@ -1,19 +1,38 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
- * Counts the SQL statements issued inside `countStatements(fn)`. Tests use it to pin how
- * many statements a query costs; the database logger calls `recordStatement` for each
- * statement sent, and it costs nothing when no count is running.
+ * Counts (and, on request, records) the SQL statements issued inside `countStatements(fn)`.
+ * Tests pin how many statements a query costs, and the EXPLAIN script replays them; the
+ * database logger calls `recordStatement` for each statement sent. It costs nothing when
+ * no count is running.
  */
-const currentCount = new AsyncLocalStorage<{ statements: number }>();
+export interface RecordedStatement {
+  sql: string;
+  params: unknown[];
+}
 
-export function recordStatement(): void {
-  const count = currentCount.getStore();
-  if (count) count.statements += 1;
+interface Recording {
+  statements: number;
+  recorded?: RecordedStatement[];
+}
+
+const currentRecording = new AsyncLocalStorage<Recording>();
+
+export function recordStatement(sql: string, params: unknown[]): void {
+  const recording = currentRecording.getStore();
+  if (!recording) return;
+  recording.statements += 1;
+  recording.recorded?.push({ sql, params });
 }
 
 export async function countStatements<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
-  const count = { statements: 0 };
-  const result = await currentCount.run(count, fn);
-  return { result, statements: count.statements };
+  const recording: Recording = { statements: 0 };
+  const result = await currentRecording.run(recording, fn);
+  return { result, statements: recording.statements };
+}
+
+export async function recordStatements<T>(fn: () => Promise<T>): Promise<{ result: T; statements: RecordedStatement[] }> {
+  const recording: Recording = { statements: 0, recorded: [] };
+  const result = await currentRecording.run(recording, fn);
+  return { result, statements: recording.recorded! };
 }
