@@ -199,6 +199,130 @@ function sameMetadata(left: Record<string, string>, right: Record<string, unknow
   return leftKeys.length === Object.keys(right).length && leftKeys.every((key) => Object.hasOwn(right, key) && right[key] === left[key]);
 }
 
+/** Inserts a memory and its CREATED version into a store this transaction has locked. */
+async function insertMemoryLocked(
+  tx: Database,
+  writer: Writer,
+  memoryStoreId: string,
+  fields: { path: string; content: string; metadata: Record<string, string> },
+  now: Date,
+): Promise<MemoryRecord> {
+  const contentSizeBytes = Buffer.byteLength(fields.content, 'utf8');
+  const [created] = await tx
+    .insert(memories)
+    .values({
+      workspaceId: writer.workspaceId,
+      id: newId('memory', now.getTime()),
+      memoryStoreId,
+      path: fields.path,
+      content: fields.content,
+      contentSizeBytes,
+      contentSha256: sha256Hex(fields.content),
+      metadata: fields.metadata,
+      versionSequence: 1,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .onConflictDoNothing({ target: [memories.workspaceId, memories.memoryStoreId, memories.path] })
+    .returning();
+  if (!created) throw new ConflictError(`A memory already exists at path "${fields.path}" in this store.`);
+  await tx.insert(memoryVersions).values(versionValuesFor(created, 'created', 1, writer, now));
+  await adjustStoreCounters(tx, writer.workspaceId, memoryStoreId, 1, contentSizeBytes);
+  return created;
+}
+
+function preconditionFailed(currentContentSha256: string): PreconditionFailedError {
+  return new PreconditionFailedError('The memory\'s content has changed since the expected version.', currentContentSha256);
+}
+
+/**
+ * Applies changes to a memory whose store this transaction has locked: writes an UPDATED
+ * version with the new state, or nothing when nothing changes. A stale
+ * `expectedContentSha256` fails unless the memory already is exactly as requested.
+ */
+async function updateMemoryLocked(
+  tx: Database,
+  writer: Writer,
+  current: MemoryRecord,
+  changes: { content?: string; path?: string; metadata?: Record<string, string> },
+  expectedContentSha256: string | undefined,
+  now: Date,
+): Promise<MemoryRecord> {
+  const next = {
+    content: changes.content ?? current.content,
+    path: changes.path ?? current.path,
+    metadata: changes.metadata ?? current.metadata,
+  };
+  const unchanged = next.content === current.content && next.path === current.path && sameMetadata(current.metadata, next.metadata);
+  if (expectedContentSha256 !== undefined && expectedContentSha256 !== current.contentSha256 && !unchanged) {
+    throw preconditionFailed(current.contentSha256);
+  }
+  if (unchanged) return current;
+
+  if (next.path !== current.path) {
+    const [taken] = await tx
+      .select({ id: memories.id })
+      .from(memories)
+      .where(and(inWorkspace(writer.workspaceId), eq(memories.memoryStoreId, current.memoryStoreId), eq(memories.path, next.path), ne(memories.id, current.id)));
+    if (taken) throw new ConflictError(`A memory already exists at path "${next.path}" in this store.`);
+  }
+  const contentSizeBytes = Buffer.byteLength(next.content, 'utf8');
+  const updatedAt = versionTime(now, current.updatedAt);
+  const sequence = current.versionSequence + 1;
+  const [updated] = await tx
+    .update(memories)
+    .set({
+      path: next.path,
+      content: next.content,
+      contentSizeBytes,
+      contentSha256: next.content === current.content ? current.contentSha256 : sha256Hex(next.content),
+      metadata: next.metadata,
+      versionSequence: sequence,
+      updatedAt,
+    })
+    .where(memoryById(writer.workspaceId, current.id))
+    .returning();
+  await tx.insert(memoryVersions).values(versionValuesFor(updated!, 'updated', sequence, writer, updatedAt));
+  await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, 0, contentSizeBytes - current.contentSizeBytes);
+  return updated!;
+}
+
+export interface DeletedMemory {
+  deletedMemoryId: string;
+  version: MemoryVersionRecord;
+}
+
+/** Deletes a memory whose store this transaction has locked, writing its DELETED version. */
+async function deleteMemoryLocked(
+  tx: Database,
+  writer: Writer,
+  current: MemoryRecord,
+  expectedContentSha256: string | undefined,
+  now: Date,
+): Promise<DeletedMemory> {
+  if (expectedContentSha256 !== undefined && expectedContentSha256 !== current.contentSha256) throw preconditionFailed(current.contentSha256);
+  await tx.delete(memories).where(memoryById(writer.workspaceId, current.id));
+  const deletedAt = versionTime(now, current.updatedAt);
+  // The DELETED version keeps the memory's last state: path, content, size and sha.
+  const [version] = await tx
+    .insert(memoryVersions)
+    .values(versionValuesFor(current, 'deleted', current.versionSequence + 1, writer, deletedAt))
+    .returning();
+  await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, -1, -current.contentSizeBytes);
+  return { deletedMemoryId: current.id, version: version! };
+}
+
+/** The live memory at a path of a store this transaction has locked. */
+async function memoryAtPathLocked(tx: Database, workspaceId: string, memoryStoreId: string, path: string): Promise<MemoryRecord | undefined> {
+  const [memory] = await tx
+    .select()
+    .from(memories)
+    .where(and(inWorkspace(workspaceId), eq(memories.memoryStoreId, memoryStoreId), eq(memories.path, path)));
+  return memory;
+}
+
+const nullRefused = 'must not be null: leave the field out instead';
+
 export interface CreateMemoryInput {
   memoryStoreId: string;
   path: string;
@@ -214,31 +338,10 @@ export async function createMemory(db: Database, writer: Writer, input: CreateMe
   issues.throwIfAny();
   if (!isIdOfKind(input.memoryStoreId, 'memoryStore')) throw storeNotFound(input.memoryStoreId);
 
-  const contentSizeBytes = Buffer.byteLength(input.content, 'utf8');
-  const contentSha256 = sha256Hex(input.content);
   return db.transaction(async (tx) => {
     await lockActiveStore(tx, writer.workspaceId, input.memoryStoreId);
-    const [created] = await tx
-      .insert(memories)
-      .values({
-        workspaceId: writer.workspaceId,
-        id: newId('memory', now.getTime()),
-        memoryStoreId: input.memoryStoreId,
-        path: input.path,
-        content: input.content,
-        contentSizeBytes,
-        contentSha256,
-        metadata: (input.metadata ?? {}) as Record<string, string>,
-        versionSequence: 1,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .onConflictDoNothing({ target: [memories.workspaceId, memories.memoryStoreId, memories.path] })
-      .returning();
-    if (!created) throw new ConflictError(`A memory already exists at path "${input.path}" in this store.`);
-    await tx.insert(memoryVersions).values(versionValuesFor(created, 'created', 1, writer, now));
-    await adjustStoreCounters(tx, writer.workspaceId, input.memoryStoreId, 1, contentSizeBytes);
-    return created;
+    const metadata = (input.metadata ?? {}) as Record<string, string>;
+    return insertMemoryLocked(tx, writer, input.memoryStoreId, { path: input.path, content: input.content, metadata }, now);
   });
 }
 
@@ -256,7 +359,7 @@ export async function updateMemory(db: Database, writer: Writer, input: UpdateMe
   const fields = ['content', 'metadata', 'path'] as const;
   if (fields.every((field) => input[field] === undefined)) issues.add([], 'Give at least one of content, metadata, path.');
   for (const field of [...fields, 'expectedContentSha256'] as const) {
-    if (input[field] === null) issues.add([field], 'must not be null: leave the field out instead');
+    if (input[field] === null) issues.add([field], nullRefused);
   }
   if (typeof input.path === 'string') checkPath(issues, ['path'], input.path);
   if (typeof input.content === 'string') checkContent(issues, ['content'], input.content);
@@ -267,46 +370,12 @@ export async function updateMemory(db: Database, writer: Writer, input: UpdateMe
 
   return db.transaction(async (tx) => {
     const current = await lockMemory(tx, writer.workspaceId, input.id);
-    const next = {
-      content: input.content ?? current.content,
-      path: input.path ?? current.path,
-      metadata: (input.metadata ?? current.metadata) as Record<string, string>,
+    const changes = {
+      content: input.content ?? undefined,
+      path: input.path ?? undefined,
+      metadata: (input.metadata ?? undefined) as Record<string, string> | undefined,
     };
-    const unchanged = next.content === current.content && next.path === current.path && sameMetadata(current.metadata, next.metadata);
-    const expected = input.expectedContentSha256?.toLowerCase();
-    if (expected !== undefined && expected !== current.contentSha256 && !unchanged) {
-      throw new PreconditionFailedError('The memory\'s content has changed since the expected version.', current.contentSha256);
-    }
-    // Nothing to change (including a stale precondition whose request is already the
-    // stored state): success, and no version.
-    if (unchanged) return current;
-
-    if (next.path !== current.path) {
-      const [taken] = await tx
-        .select({ id: memories.id })
-        .from(memories)
-        .where(and(inWorkspace(writer.workspaceId), eq(memories.memoryStoreId, current.memoryStoreId), eq(memories.path, next.path), ne(memories.id, current.id)));
-      if (taken) throw new ConflictError(`A memory already exists at path "${next.path}" in this store.`);
-    }
-    const contentSizeBytes = Buffer.byteLength(next.content, 'utf8');
-    const updatedAt = versionTime(now, current.updatedAt);
-    const sequence = current.versionSequence + 1;
-    const [updated] = await tx
-      .update(memories)
-      .set({
-        path: next.path,
-        content: next.content,
-        contentSizeBytes,
-        contentSha256: next.content === current.content ? current.contentSha256 : sha256Hex(next.content),
-        metadata: next.metadata,
-        versionSequence: sequence,
-        updatedAt,
-      })
-      .where(memoryById(writer.workspaceId, current.id))
-      .returning();
-    await tx.insert(memoryVersions).values(versionValuesFor(updated!, 'updated', sequence, writer, updatedAt));
-    await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, 0, contentSizeBytes - current.contentSizeBytes);
-    return updated!;
+    return updateMemoryLocked(tx, writer, current, changes, input.expectedContentSha256?.toLowerCase(), now);
   });
 }
 
@@ -315,32 +384,73 @@ export interface DeleteMemoryInput {
   expectedContentSha256?: string | null;
 }
 
-export async function deleteMemory(
-  db: Database,
-  writer: Writer,
-  input: DeleteMemoryInput,
-  now: Date,
-): Promise<{ deletedMemoryId: string; version: MemoryVersionRecord }> {
+function checkExpectedSha(issues: IssueList, expectedContentSha256: string | null | undefined): void {
+  if (expectedContentSha256 === null) issues.add(['expectedContentSha256'], nullRefused);
+  if (typeof expectedContentSha256 === 'string') checkSha256(issues, ['expectedContentSha256'], expectedContentSha256);
+}
+
+export async function deleteMemory(db: Database, writer: Writer, input: DeleteMemoryInput, now: Date): Promise<DeletedMemory> {
   const issues = new IssueList();
-  if (input.expectedContentSha256 === null) issues.add(['expectedContentSha256'], 'must not be null: leave the field out instead');
-  if (typeof input.expectedContentSha256 === 'string') checkSha256(issues, ['expectedContentSha256'], input.expectedContentSha256);
+  checkExpectedSha(issues, input.expectedContentSha256);
   issues.throwIfAny();
   if (!isIdOfKind(input.id, 'memory')) throw memoryNotFound(input.id);
 
   return db.transaction(async (tx) => {
     const current = await lockMemory(tx, writer.workspaceId, input.id);
-    const expected = input.expectedContentSha256?.toLowerCase();
-    if (expected !== undefined && expected !== current.contentSha256) {
-      throw new PreconditionFailedError('The memory\'s content has changed since the expected version.', current.contentSha256);
+    return deleteMemoryLocked(tx, writer, current, input.expectedContentSha256?.toLowerCase(), now);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Writes by path (an agent's writes into its session's default store)
+
+export interface WriteMemoryAtPathInput {
+  memoryStoreId: string;
+  path: string;
+  content: string;
+  /** Replaces the memory's metadata on every write. */
+  metadata: Record<string, string>;
+  expectedContentSha256?: string | null;
+}
+
+/**
+ * Creates or updates the memory at `path`. With `expectedContentSha256` and no memory at
+ * the path, the precondition fails with currentContentSha256 "" (there is no content).
+ */
+export async function writeMemoryAtPath(db: Database, writer: Writer, input: WriteMemoryAtPathInput, now: Date): Promise<MemoryRecord> {
+  const issues = new IssueList();
+  checkPath(issues, ['path'], input.path);
+  checkContent(issues, ['content'], input.content);
+  checkExpectedSha(issues, input.expectedContentSha256);
+  issues.throwIfAny();
+  const expected = input.expectedContentSha256?.toLowerCase();
+
+  return db.transaction(async (tx) => {
+    await lockActiveStore(tx, writer.workspaceId, input.memoryStoreId);
+    const current = await memoryAtPathLocked(tx, writer.workspaceId, input.memoryStoreId, input.path);
+    if (!current) {
+      if (expected !== undefined) throw preconditionFailed('');
+      return insertMemoryLocked(tx, writer, input.memoryStoreId, input, now);
     }
-    await tx.delete(memories).where(memoryById(writer.workspaceId, current.id));
-    const deletedAt = versionTime(now, current.updatedAt);
-    // The DELETED version keeps the memory's last state: path, content, size and sha.
-    const [version] = await tx
-      .insert(memoryVersions)
-      .values(versionValuesFor(current, 'deleted', current.versionSequence + 1, writer, deletedAt))
-      .returning();
-    await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, -1, -current.contentSizeBytes);
-    return { deletedMemoryId: current.id, version: version! };
+    return updateMemoryLocked(tx, writer, current, { content: input.content, metadata: input.metadata }, expected, now);
+  });
+}
+
+export async function deleteMemoryAtPath(
+  db: Database,
+  writer: Writer,
+  input: { memoryStoreId: string; path: string; expectedContentSha256?: string | null },
+  now: Date,
+): Promise<DeletedMemory> {
+  const issues = new IssueList();
+  checkPath(issues, ['path'], input.path);
+  checkExpectedSha(issues, input.expectedContentSha256);
+  issues.throwIfAny();
+
+  return db.transaction(async (tx) => {
+    await lockActiveStore(tx, writer.workspaceId, input.memoryStoreId);
+    const current = await memoryAtPathLocked(tx, writer.workspaceId, input.memoryStoreId, input.path);
+    if (!current) throw new NotFoundError(`No memory at path "${input.path}".`);
+    return deleteMemoryLocked(tx, writer, current, input.expectedContentSha256?.toLowerCase(), now);
   });
 }

@@ -28,7 +28,8 @@ export interface Page<Row> {
  * direction, and how to read the same key from a loaded row.
  */
 export interface KeysetOrdering<Row> {
-  columns: AnyPgColumn[];
+  /** Columns, or expressions over the row's table. */
+  columns: (AnyPgColumn | SQL)[];
   direction: 'asc' | 'desc';
   keyOf: (row: Row) => KeyValue[];
 }
@@ -42,7 +43,7 @@ export interface KeysetList<Row> {
 
 type Comparison = '<' | '>' | '<=' | '>=';
 
-function keyComparison(columns: AnyPgColumn[], operator: Comparison, values: KeyValue[]): SQL {
+function keyComparison(columns: (AnyPgColumn | SQL)[], operator: Comparison, values: KeyValue[]): SQL {
   const left = sql.join(columns.map((column) => sql`${column}`), sql`, `);
   const right = sql.join(
     values.map((value) => (value instanceof Date ? sql`${value.toISOString()}::timestamptz` : sql`${value}`)),
