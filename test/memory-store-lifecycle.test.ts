@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { memories, memoryStoreMounts, memoryStores, memoryVersions } from '../src/db/schema.js';
 import { newId } from '../src/domain/ids.js';
 import { createStore, insertMount, storeRow } from './support/builders.js';
-import { GetStore } from './support/documents.js';
+import { ArchiveStore, GetStore } from './support/documents.js';
 import { graphql } from './generated/gql.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
@@ -27,23 +27,6 @@ const UpdateStore = graphql(`
           field
           message
         }
-      }
-    }
-  }
-`);
-
-const ArchiveStore = graphql(`
-  mutation ArchiveStore($id: ID!) {
-    archiveMemoryStore(input: { id: $id }) {
-      __typename
-      ... on ArchiveMemoryStoreSuccess {
-        memoryStore {
-          ...StoreFields
-        }
-      }
-      ... on Error {
-        code
-        message
       }
     }
   }

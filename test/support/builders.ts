@@ -1,7 +1,8 @@
-import { and, eq } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import type { Database } from '../../src/db/client.js';
-import { memoryStoreMounts, memoryStores } from '../../src/db/schema.js';
-import { CreateStore } from './documents.js';
+import { apiKeys, memories, memoryStoreMounts, memoryStores, memoryVersions } from '../../src/db/schema.js';
+import type { CreateMemoryInput, UpdateMemoryInput } from '../generated/graphql.js';
+import { ArchiveStore, CreateMemory, CreateStore, DeleteMemory, UpdateMemory } from './documents.js';
 import type { TestClient } from './server.js';
 
 let storeCounter = 0;
@@ -51,4 +52,67 @@ export async function storeRow(db: Database, workspaceId: string, id: string) {
 
 export async function countStoreRows(db: Database, workspaceId: string): Promise<number> {
   return (await db.select({ id: memoryStores.id }).from(memoryStores).where(eq(memoryStores.workspaceId, workspaceId))).length;
+}
+
+/** Archives a store through the API; fails the test on any error. */
+export async function archiveStore(client: TestClient, id: string) {
+  const result = (await client.data(ArchiveStore, { id })).archiveMemoryStore;
+  if (result.__typename !== 'ArchiveMemoryStoreSuccess') throw new Error(`archiveMemoryStore failed: ${JSON.stringify(result)}`);
+  return result.memoryStore;
+}
+
+let memoryCounter = 0;
+
+/** Creates a memory through the API (a fresh path and short content unless given); fails the test on any error. */
+export async function createMemory(client: TestClient, memoryStoreId: string, overrides: Partial<Omit<CreateMemoryInput, 'memoryStoreId'>> = {}) {
+  memoryCounter += 1;
+  const input = { memoryStoreId, path: `notes/memory-${memoryCounter}.md`, content: `content ${memoryCounter}`, ...overrides };
+  const result = (await client.data(CreateMemory, { input })).createMemory;
+  if (result.__typename !== 'CreateMemorySuccess') throw new Error(`createMemory failed: ${JSON.stringify(result)}`);
+  return result.memory;
+}
+
+/** Updates a memory through the API; fails the test unless it succeeds. */
+export async function updateMemory(client: TestClient, input: UpdateMemoryInput) {
+  const result = (await client.data(UpdateMemory, { input })).updateMemory;
+  if (result.__typename !== 'UpdateMemorySuccess') throw new Error(`updateMemory failed: ${JSON.stringify(result)}`);
+  return result.memory;
+}
+
+/** Deletes a memory through the API; fails the test unless it succeeds. */
+export async function deleteMemory(client: TestClient, id: string) {
+  const result = (await client.data(DeleteMemory, { input: { id } })).deleteMemory;
+  if (result.__typename !== 'DeleteMemorySuccess') throw new Error(`deleteMemory failed: ${JSON.stringify(result)}`);
+  return result;
+}
+
+/** The live memory rows of a store, by path, read straight from the database. */
+export async function memoryRows(db: Database, workspaceId: string, memoryStoreId: string) {
+  return db
+    .select()
+    .from(memories)
+    .where(and(eq(memories.workspaceId, workspaceId), eq(memories.memoryStoreId, memoryStoreId)))
+    .orderBy(asc(memories.path));
+}
+
+/** The version rows of a store (or of one memory), oldest first, read straight from the database. */
+export async function versionRows(db: Database, workspaceId: string, memoryStoreId: string, memoryId?: string) {
+  return db
+    .select()
+    .from(memoryVersions)
+    .where(
+      and(
+        eq(memoryVersions.workspaceId, workspaceId),
+        eq(memoryVersions.memoryStoreId, memoryStoreId),
+        memoryId === undefined ? undefined : eq(memoryVersions.memoryId, memoryId),
+      ),
+    )
+    .orderBy(asc(memoryVersions.memoryId), asc(memoryVersions.sequence));
+}
+
+/** The id of the workspace's one API key (the key a test client uses). */
+export async function apiKeyIdOf(db: Database, workspaceId: string): Promise<string> {
+  const [key] = await db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.workspaceId, workspaceId));
+  if (!key) throw new Error(`workspace ${workspaceId} has no API key`);
+  return key.id;
 }

@@ -94,3 +94,203 @@ export const ListStores = graphql(`
     }
   }
 `);
+
+export const ArchiveStore = graphql(`
+  mutation ArchiveStore($id: ID!) {
+    archiveMemoryStore(input: { id: $id }) {
+      __typename
+      ... on ArchiveMemoryStoreSuccess {
+        memoryStore {
+          ...StoreFields
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
+
+export const MemoryFields = graphql(`
+  fragment MemoryFields on Memory {
+    id
+    memoryStoreId
+    path
+    content
+    contentSizeBytes
+    contentSha256
+    metadata
+    createdAt
+    updatedAt
+  }
+`);
+
+export const VersionFields = graphql(`
+  fragment VersionFields on MemoryVersion {
+    id
+    memoryStoreId
+    memoryId
+    path
+    content
+    contentSizeBytes
+    contentSha256
+    operation
+    redacted
+    redactedAt
+    createdAt
+    createdBy {
+      __typename
+      ... on ApiKeyActor {
+        apiKeyId
+      }
+    }
+    redactedBy {
+      __typename
+      ... on ApiKeyActor {
+        apiKeyId
+      }
+    }
+  }
+`);
+
+export const CreateMemory = graphql(`
+  mutation CreateMemory($input: CreateMemoryInput!) {
+    createMemory(input: $input) {
+      __typename
+      ... on CreateMemorySuccess {
+        memory {
+          ...MemoryFields
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+      ... on InvalidRequestError {
+        issues {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+export const UpdateMemory = graphql(`
+  mutation UpdateMemory($input: UpdateMemoryInput!) {
+    updateMemory(input: $input) {
+      __typename
+      ... on UpdateMemorySuccess {
+        memory {
+          ...MemoryFields
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+      ... on InvalidRequestError {
+        issues {
+          field
+          message
+        }
+      }
+      ... on PreconditionFailedError {
+        currentContentSha256
+      }
+    }
+  }
+`);
+
+export const DeleteMemory = graphql(`
+  mutation DeleteMemory($input: DeleteMemoryInput!) {
+    deleteMemory(input: $input) {
+      __typename
+      ... on DeleteMemorySuccess {
+        deletedMemoryId
+        version {
+          ...VersionFields
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+      ... on InvalidRequestError {
+        issues {
+          field
+          message
+        }
+      }
+      ... on PreconditionFailedError {
+        currentContentSha256
+      }
+    }
+  }
+`);
+
+export const GetMemory = graphql(`
+  query GetMemory($id: ID!) {
+    memory(id: $id) {
+      ...MemoryFields
+    }
+  }
+`);
+
+export const MemoryAtPath = graphql(`
+  query MemoryAtPath($storeId: ID!, $path: String!) {
+    memoryStore(id: $storeId) {
+      memory(path: $path) {
+        id
+        path
+      }
+    }
+  }
+`);
+
+export const StoreVersions = graphql(`
+  query StoreVersions(
+    $storeId: ID!
+    $first: Int
+    $last: Int
+    $after: String
+    $before: String
+    $memoryId: ID
+    $operation: MemoryOperation
+    $createdAfter: DateTime
+    $createdBefore: DateTime
+  ) {
+    memoryStore(id: $storeId) {
+      versions(
+        first: $first
+        last: $last
+        after: $after
+        before: $before
+        memoryId: $memoryId
+        operation: $operation
+        createdAfter: $createdAfter
+        createdBefore: $createdBefore
+      ) {
+        totalCount
+        edges {
+          cursor
+          node {
+            id
+            memoryId
+            path
+            operation
+            content
+            createdAt
+          }
+        }
+        pageInfo {
+          hasNextPage
+          hasPreviousPage
+          startCursor
+          endCursor
+        }
+      }
+    }
+  }
+`);
