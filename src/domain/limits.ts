@@ -52,3 +52,12 @@ export const MEMORY_METADATA_MAX_KEYS = 16;
 
 /** The metadata an agent's write leaves on a memory (it replaces whatever was there). */
 export const AGENT_MEMORY_METADATA: Readonly<Record<string, string>> = Object.freeze({ source: 'agent' });
+
+/** Explicit (non-default) mounts an (identity, template) pair may have; the default slot is extra. */
+export const MAX_EXPLICIT_MOUNTS_PER_PAIR = 10;
+
+/** The name of the system-managed default store the server creates for a pair. */
+export const DEFAULT_STORE_NAME = 'System Default Memory';
+
+/** Where a session's merged memories appear in the agent's sandbox. */
+export const SANDBOX_MEMORY_ROOT = '/data/.qoder/awareness/';

@@ -106,7 +106,7 @@ export function prefixUpperBound(prefix: string): string | null {
  * `pathPrefix` as a plain string prefix, written as a range on the path index. A prefix
  * no path can have (NUL, lone surrogates) matches nothing.
  */
-function pathPrefixFilter(prefix: string | undefined): SQL | undefined | false {
+export function pathPrefixFilter(prefix: string | undefined): SQL | undefined | false {
   if (prefix === undefined || prefix === '') return undefined;
   if (!prefix.isWellFormed() || prefix.includes('\u0000')) return false;
   const upper = prefixUpperBound(prefix);

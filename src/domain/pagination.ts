@@ -64,11 +64,7 @@ function orderBy(ordering: Pick<KeysetOrdering<unknown>, 'columns' | 'direction'
 }
 
 /** Code-point order, as PostgreSQL's "C" collation compares (JavaScript's `<` compares UTF-16 units). */
-function compareKeyValues(left: KeyValue, right: KeyValue): number {
-  if (left instanceof Date && right instanceof Date) return left.getTime() - right.getTime();
-  if (typeof left === 'number' && typeof right === 'number') return left - right;
-  const a = String(left);
-  const b = String(right);
+export function compareCodePoints(a: string, b: string): number {
   const length = Math.min(a.length, b.length);
   for (let index = 0; index < length; ) {
     const x = a.codePointAt(index)!;
@@ -77,6 +73,12 @@ function compareKeyValues(left: KeyValue, right: KeyValue): number {
     index += x > 0xffff ? 2 : 1;
   }
   return a.length - b.length;
+}
+
+function compareKeyValues(left: KeyValue, right: KeyValue): number {
+  if (left instanceof Date && right instanceof Date) return left.getTime() - right.getTime();
+  if (typeof left === 'number' && typeof right === 'number') return left - right;
+  return compareCodePoints(String(left), String(right));
 }
 
 function compareKeys(left: KeyValue[], right: KeyValue[]): number {

@@ -1,6 +1,7 @@
 import { InvalidRequestError, type ValidationIssue } from './errors.js';
 import {
   CONTENT_MAX_BYTES,
+  EXTERNAL_ID_BODY_MAX_CHARACTERS,
   IDEMPOTENCY_KEY_MAX_CHARACTERS,
   METADATA_KEY_MAX_CHARACTERS,
   METADATA_VALUE_MAX_CHARACTERS,
@@ -184,4 +185,16 @@ const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
 /** `expectedContentSha256`: a SHA-256 as 64 hex digits (compared in lower case). */
 export function checkSha256(issues: IssueList, field: FieldPath, value: string): void {
   if (!SHA256_HEX.test(value)) issues.add(field, 'must be a SHA-256 written as 64 hex digits');
+}
+
+/** The prefixes of the external references the API accepts (API.md §1). */
+export const EXTERNAL_ID_PREFIXES = { identity: 'idn_', template: 'tmpl_' } as const;
+const EXTERNAL_ID_BODY = new RegExp(`^[A-Za-z0-9]{1,${EXTERNAL_ID_BODY_MAX_CHARACTERS}}$`);
+
+/** Identity and template ids: the prefix plus 1–64 characters of [A-Za-z0-9]. */
+export function checkExternalId(issues: IssueList, field: FieldPath, value: string, kind: keyof typeof EXTERNAL_ID_PREFIXES): void {
+  const prefix = EXTERNAL_ID_PREFIXES[kind];
+  if (!value.startsWith(prefix) || !EXTERNAL_ID_BODY.test(value.slice(prefix.length))) {
+    issues.add(field, `must be "${prefix}" followed by 1 to ${EXTERNAL_ID_BODY_MAX_CHARACTERS} letters or digits`);
+  }
 }

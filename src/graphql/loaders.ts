@@ -11,7 +11,9 @@ import {
   type MemoryRecord,
   type MemorySummary,
 } from '../domain/memories.js';
+import { listMountsByStore, type MountRecord } from '../domain/mounts.js';
 import type { Page, PageWindow } from '../domain/pagination.js';
+import { loadSessionsByIds, type SessionRecord } from '../domain/sessions.js';
 import { countMountingPairs, loadMemoryStoresByIds, type MemoryStoreRecord } from '../domain/stores.js';
 import {
   countVersionsByParent,
@@ -64,6 +66,8 @@ export function createLoaders(db: Database, workspaceId: string) {
   return {
     memoryStore: byId<MemoryStoreRecord>((ids) => loadMemoryStoresByIds(db, workspaceId, ids)),
     mountingPairCount: fromMap((storeIds) => countMountingPairs(db, workspaceId, storeIds), 0),
+    mountsOfStore: perArguments<PageWindow, Page<MountRecord>>((storeIds, window) => listMountsByStore(db, workspaceId, storeIds, window), EMPTY_PAGE),
+    session: byId<SessionRecord>((ids) => loadSessionsByIds(db, workspaceId, ids)),
 
     memory: byId<MemoryRecord>((ids) => loadMemoriesByIds(db, workspaceId, ids)),
     /** Keyed by `${memoryStoreId}\0${path}` (paths cannot contain NUL). */

@@ -5,6 +5,8 @@ import './types/node.js';
 import './types/memory-store.js';
 import './types/memory.js';
 import './types/memory-version.js';
+import './types/mount.js';
+import './types/session.js';
 
 export const schema = builder.toSchema();
 

@@ -158,6 +158,7 @@ export type MemoryNodeQuery = { node:
     | { __typename: 'Memory', path: string, content: string, id: string }
     | { __typename: 'MemoryStore', id: string }
     | { __typename: 'MemoryVersion', memoryId: string, operation: MemoryOperation, id: string }
+    | { __typename: 'Session', id: string }
    | null };
 
 export type ListMemoriesQueryVariables = Exact<{
@@ -252,6 +253,7 @@ export type GetNodeQuery = { node:
     | { __typename: 'Memory', id: string }
     | { __typename: 'MemoryStore', name: string, id: string }
     | { __typename: 'MemoryVersion', id: string }
+    | { __typename: 'Session', id: string }
    | null };
 
 export type GetNodesQueryVariables = Exact<{
@@ -263,6 +265,7 @@ export type GetNodesQuery = { nodes: Array<
     | { __typename: 'Memory', id: string }
     | { __typename: 'MemoryStore', id: string }
     | { __typename: 'MemoryVersion', id: string }
+    | { __typename: 'Session', id: string }
    | null> };
 
 export type StoreFieldsFragment = { id: string, name: string, description: string, status: MemoryStoreStatus, entryCount: number, totalSize: number, metadata: Record<string, unknown>, systemManaged: boolean, identityId: string | null, createdAt: string, updatedAt: string, archivedAt: string | null, bindingInfo: { identityTemplateCount: number } };

@@ -13,6 +13,8 @@ async function loadNode(context: Context, id: string): Promise<unknown> {
       return context.loaders.memory.load(id);
     case 'memoryVersion':
       return context.loaders.memoryVersion.load(id);
+    case 'session':
+      return context.loaders.session.load(id);
     default:
       return null;
   }
