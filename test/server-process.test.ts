@@ -40,7 +40,8 @@ async function graphql(url: string, token: string, query: string) {
   return { status: response.status, body: (await response.json()) as { data?: any; errors?: unknown[] } };
 }
 
-describe('the server process', () => {
+// Each test starts real server processes (a few seconds each on PGlite, more on a loaded machine).
+describe('the server process', { timeout: 120_000 }, () => {
   it('exits non-zero and lists every configuration problem at once', async () => {
     const server = start({ PORT: 'abc', DATABASE_URL: 'nope', LOG_LEVEL: 'loud' });
     expect(await server.exited).toBe(1);
