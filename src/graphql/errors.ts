@@ -4,3 +4,16 @@ import { GraphQLError } from 'graphql';
 export function invalidRequest(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'INVALID_REQUEST' } });
 }
+
+/**
+ * The `errors` option of a mutation field: the domain errors it may return, and its result
+ * union `<Mutation>Result` holding the success type directly beside them (API.md §2).
+ */
+export function mutationResult<Types extends (new (...args: never[]) => Error)[]>(mutation: string, types: [...Types]) {
+  const name = `${mutation.charAt(0).toUpperCase()}${mutation.slice(1)}Result`;
+  return {
+    types,
+    directResult: true as const,
+    union: { name, description: `What ${mutation} returns: the success type or an error type.` },
+  };
+}

@@ -21,6 +21,7 @@ import {
   STORE_NAME_MAX_CHARACTERS,
 } from '../../domain/limits.js';
 import { builder } from '../builder.js';
+import { mutationResult } from '../errors.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
 import { MemoryStoreRef } from './refs.js';
 
@@ -202,14 +203,14 @@ builder.mutationFields((t) => ({
     type: CreateMemoryStoreSuccess,
     description: 'Creates a memory store (ACTIVE, empty, "created_by": "forward" added to its metadata).',
     args: { input: t.arg({ type: CreateMemoryStoreInput, required: true, description: 'The store to create.' }) },
-    errors: { types: [InvalidRequestError, ConflictError, NotFoundError], directResult: true, union: { name: 'CreateMemoryStoreResult', description: 'What createMemoryStore returns: the success type or an error type.' } },
+    errors: mutationResult('createMemoryStore', [InvalidRequestError, ConflictError, NotFoundError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ memoryStore: await createMemoryStore(db, viewer, input, now) }),
   }),
   updateMemoryStore: t.field({
     type: UpdateMemoryStoreSuccess,
     description: 'Changes the name, description or metadata of an active store. Archived stores → ConflictError.',
     args: { input: t.arg({ type: UpdateMemoryStoreInput, required: true, description: 'The store and its changes.' }) },
-    errors: { types: [InvalidRequestError, NotFoundError, ConflictError], directResult: true, union: { name: 'UpdateMemoryStoreResult', description: 'What updateMemoryStore returns: the success type or an error type.' } },
+    errors: mutationResult('updateMemoryStore', [InvalidRequestError, NotFoundError, ConflictError]),
     resolve: async (_root, { input }, { db, viewer, now }) => {
       assertStoreId(input.id);
       return { memoryStore: await updateMemoryStore(db, viewer, input, now) };
@@ -220,7 +221,7 @@ builder.mutationFields((t) => ({
     description:
       'Archives a store for good (there is no unarchive). ConflictError when it is already archived or still explicitly mounted. Archiving a default store releases its pair\'s default slot: the pair\'s next session gets a new, empty default store.',
     args: { input: t.arg({ type: ArchiveMemoryStoreInput, required: true, description: 'The store to archive.' }) },
-    errors: { types: [NotFoundError, ConflictError], directResult: true, union: { name: 'ArchiveMemoryStoreResult', description: 'What archiveMemoryStore returns: the success type or an error type.' } },
+    errors: mutationResult('archiveMemoryStore', [NotFoundError, ConflictError]),
     resolve: async (_root, { input }, { db, viewer, now }) => {
       assertStoreId(input.id);
       return { memoryStore: await archiveMemoryStore(db, viewer, input.id, now) };
@@ -230,7 +231,7 @@ builder.mutationFields((t) => ({
     type: DeleteMemoryStoreSuccess,
     description: 'Deletes an active store with its memories and versions. ConflictError when it is archived or still explicitly mounted.',
     args: { input: t.arg({ type: DeleteMemoryStoreInput, required: true, description: 'The store to delete.' }) },
-    errors: { types: [NotFoundError, ConflictError], directResult: true, union: { name: 'DeleteMemoryStoreResult', description: 'What deleteMemoryStore returns: the success type or an error type.' } },
+    errors: mutationResult('deleteMemoryStore', [NotFoundError, ConflictError]),
     resolve: async (_root, { input }, { db, viewer }) => {
       assertStoreId(input.id);
       return { deletedMemoryStoreId: await deleteMemoryStore(db, viewer, input.id) };

@@ -3,7 +3,7 @@ import { isIdOfKind } from '../../domain/ids.js';
 import { redactMemoryVersion, type MemoryVersionRecord, type MemoryVersionSummary, type VersionFilter } from '../../domain/versions.js';
 import { writerOf, type Actor } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, mutationResult } from '../errors.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
 import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
 
@@ -190,11 +190,7 @@ builder.mutationField('redactMemoryVersion', (t) =>
     description:
       'Removes a version\'s content for compliance: content becomes null, redacted true, redactedAt set; path, size, sha and operation stay, and the live memory is not touched. Allowed on archived stores; a second redaction is a CONFLICT.',
     args: { input: t.arg({ type: RedactMemoryVersionInput, required: true, description: 'The version to redact.' }) },
-    errors: {
-      types: [NotFoundError, ConflictError],
-      directResult: true,
-      union: { name: 'RedactMemoryVersionResult', description: 'What redactMemoryVersion returns: the success type or an error type.' },
-    },
+    errors: mutationResult('redactMemoryVersion', [NotFoundError, ConflictError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ memoryVersion: await redactMemoryVersion(db, writerOf(viewer), input.id, now) }),
   }),
 );

@@ -20,6 +20,7 @@ import {
 import type { MemoryVersionRecord } from '../../domain/versions.js';
 import { writerOf } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
+import { mutationResult } from '../errors.js';
 import { memoryPathKey } from '../loaders.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
 import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
@@ -181,28 +182,27 @@ const DeleteMemorySuccess = builder.objectRef<{ deletedMemoryId: string; version
   }),
 });
 
-const resultUnion = (name: string) => ({ name: `${name}Result`, description: `What ${name.charAt(0).toLowerCase()}${name.slice(1)} returns: the success type or an error type.` });
 
 builder.mutationFields((t) => ({
   createMemory: t.field({
     type: CreateMemorySuccess,
     description: 'Creates a memory and its CREATED version, and adds it to the store\'s entryCount and totalSize, in one transaction. A taken path or an archived store is a CONFLICT.',
     args: { input: t.arg({ type: CreateMemoryInput, required: true, description: 'The memory to create.' }) },
-    errors: { types: [InvalidRequestError, NotFoundError, ConflictError], directResult: true, union: resultUnion('CreateMemory') },
+    errors: mutationResult('createMemory', [InvalidRequestError, NotFoundError, ConflictError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await createMemory(db, writerOf(viewer), input, now) }),
   }),
   updateMemory: t.field({
     type: UpdateMemorySuccess,
     description: 'Changes a memory\'s content, metadata or path, writing an UPDATED version with the new state. An archived store is a CONFLICT.',
     args: { input: t.arg({ type: UpdateMemoryInput, required: true, description: 'The memory and its changes.' }) },
-    errors: { types: [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError], directResult: true, union: resultUnion('UpdateMemory') },
+    errors: mutationResult('updateMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await updateMemory(db, writerOf(viewer), input, now) }),
   }),
   deleteMemory: t.field({
     type: DeleteMemorySuccess,
     description: 'Deletes a memory, writing a DELETED version with its last state. An archived store is a CONFLICT.',
     args: { input: t.arg({ type: DeleteMemoryInput, required: true, description: 'The memory to delete.' }) },
-    errors: { types: [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError], directResult: true, union: resultUnion('DeleteMemory') },
+    errors: mutationResult('deleteMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
     resolve: (_root, { input }, { db, viewer, now }) => deleteMemory(db, writerOf(viewer), input, now),
   }),
 }));

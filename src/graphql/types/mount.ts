@@ -3,7 +3,7 @@ import { MAX_EXPLICIT_MOUNTS_PER_PAIR } from '../../domain/limits.js';
 import { checkPair, countMountsOfPair, listMountsOfPair, mountMemoryStore, unmountMemoryStore, type MountRecord } from '../../domain/mounts.js';
 import { IssueList } from '../../domain/validation.js';
 import { builder } from '../builder.js';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, mutationResult } from '../errors.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
 import { MemoryStoreMountRef, MemoryStoreRef } from './refs.js';
 
@@ -146,22 +146,14 @@ builder.mutationFields((t) => ({
     type: MountMemoryStoreSuccess,
     description: `Mounts an active store on an (identity, template) pair, READ_ONLY. Idempotent: mounting again returns the first mount; mounting the pair's own default store returns its default slot. An archived store, or a pair that already has ${MAX_EXPLICIT_MOUNTS_PER_PAIR} explicit mounts, is a CONFLICT.`,
     args: { input: t.arg({ type: MountMemoryStoreInput, required: true, description: 'The store and the pair.' }) },
-    errors: {
-      types: [InvalidRequestError, NotFoundError, ConflictError],
-      directResult: true,
-      union: { name: 'MountMemoryStoreResult', description: 'What mountMemoryStore returns: the success type or an error type.' },
-    },
+    errors: mutationResult('mountMemoryStore', [InvalidRequestError, NotFoundError, ConflictError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ mount: await mountMemoryStore(db, viewer.workspaceId, input, now) }),
   }),
   unmountMemoryStore: t.field({
     type: UnmountMemoryStoreSuccess,
     description: 'Unmounts an explicitly mounted store from a pair. Not mounted there: NOT_FOUND; the pair\'s default slot: CONFLICT.',
     args: { input: t.arg({ type: UnmountMemoryStoreInput, required: true, description: 'The store and the pair.' }) },
-    errors: {
-      types: [InvalidRequestError, NotFoundError, ConflictError],
-      directResult: true,
-      union: { name: 'UnmountMemoryStoreResult', description: 'What unmountMemoryStore returns: the success type or an error type.' },
-    },
+    errors: mutationResult('unmountMemoryStore', [InvalidRequestError, NotFoundError, ConflictError]),
     resolve: async (_root, { input }, { db, viewer }) => ({ unmountedMemoryStoreId: await unmountMemoryStore(db, viewer.workspaceId, input) }),
   }),
 }));

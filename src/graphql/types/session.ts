@@ -12,6 +12,7 @@ import {
   type SessionFile,
 } from '../../domain/sessions.js';
 import { builder } from '../builder.js';
+import { mutationResult } from '../errors.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
 import { MountAccessEnum } from './mount.js';
 import { MemoryRef, MemoryStoreMountRef, MemoryStoreRef, MemoryVersionRef, SessionRef } from './refs.js';
@@ -147,7 +148,6 @@ const DeleteSessionMemorySuccess = builder.objectRef<DeletedMemory>('DeleteSessi
   }),
 });
 
-const resultUnion = (mutation: string) => ({ name: `${mutation.charAt(0).toUpperCase()}${mutation.slice(1)}Result`, description: `What ${mutation} returns: the success type or an error type.` });
 
 builder.mutationFields((t) => ({
   createSession: t.field({
@@ -155,7 +155,7 @@ builder.mutationFields((t) => ({
     description:
       'Starts a session of a pair. The pair\'s system-managed default store ("System Default Memory", READ_WRITE) is created on first use; MANAGED sessions get all active mounts injected, SELF_HOSTED ones none (memoryInjected false).',
     args: { input: t.arg({ type: CreateSessionInput, required: true, description: 'The pair and its environment.' }) },
-    errors: { types: [InvalidRequestError], directResult: true, union: resultUnion('createSession') },
+    errors: mutationResult('createSession', [InvalidRequestError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ session: await createSession(db, viewer.workspaceId, input, now) }),
   }),
   writeSessionMemory: t.field({
@@ -163,22 +163,14 @@ builder.mutationFields((t) => ({
     description:
       'The agent\'s write: creates or updates the path in the session\'s default store (the only writable one) and replaces the memory\'s metadata with {"source": "agent"}. The version records the session as its author. SELF_HOSTED sessions: FORBIDDEN.',
     args: { input: t.arg({ type: WriteSessionMemoryInput, required: true, description: 'The session, path and content.' }) },
-    errors: {
-      types: [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError, PermissionError],
-      directResult: true,
-      union: resultUnion('writeSessionMemory'),
-    },
+    errors: mutationResult('writeSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError, PermissionError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await writeSessionMemory(db, viewer.workspaceId, input, now) }),
   }),
   deleteSessionMemory: t.field({
     type: DeleteSessionMemorySuccess,
     description: 'The agent\'s deletion: as deleteMemory, in the session\'s default store, by path. SELF_HOSTED sessions: FORBIDDEN.',
     args: { input: t.arg({ type: DeleteSessionMemoryInput, required: true, description: 'The session and path.' }) },
-    errors: {
-      types: [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError, PermissionError],
-      directResult: true,
-      union: resultUnion('deleteSessionMemory'),
-    },
+    errors: mutationResult('deleteSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError, PermissionError]),
     resolve: (_root, { input }, { db, viewer, now }) => deleteSessionMemory(db, viewer.workspaceId, input, now),
   }),
 }));
