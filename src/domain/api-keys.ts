@@ -1,9 +1,19 @@
 import { createHash, randomInt } from 'node:crypto';
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { apiKeys, workspaces } from '../db/schema.js';
-import { newId } from './ids.js';
+import { ConflictError, NotFoundError } from './errors.js';
+import { isIdOfKind, newId } from './ids.js';
+import { API_KEY_NAME_MAX_CHARACTERS } from './limits.js';
+import { fetchPage, type KeysetList, type Page, type PageWindow } from './pagination.js';
+import { assertAdmin } from './permissions.js';
+import { checkExternalId, checkText, IssueList } from './validation.js';
 import type { Viewer } from './viewer.js';
+
+export type ApiKeyRecord = typeof apiKeys.$inferSelect;
+/** A key as the API shows it: never its hash. */
+export type ApiKeySummary = Omit<ApiKeyRecord, 'tokenSha256'>;
+export type ApiKeyKind = ApiKeyRecord['kind'];
 
 const TOKEN_PREFIX = 'msk_';
 const TOKEN_BODY_CHARACTERS = 40;
@@ -77,4 +87,109 @@ export async function createDevelopmentKey(db: Database, now: Date): Promise<str
   const token = generateToken();
   await ensureAdminKey(db, DEVELOPMENT_WORKSPACE_ID, token, now, 'development key');
   return token;
+}
+
+// ---------------------------------------------------------------------------------------
+// Key management (ADMIN keys only)
+
+const { tokenSha256: _hash, ...summaryColumns } = getTableColumns(apiKeys);
+
+/** Newest first; the id breaks ties. */
+export const API_KEY_LIST: KeysetList<ApiKeySummary> = {
+  table: apiKeys,
+  columns: summaryColumns,
+  ordering: { columns: [apiKeys.createdAt, apiKeys.id], direction: 'desc', keyOf: (key) => [key.createdAt, key.id] },
+};
+
+export interface ApiKeyFilter {
+  kind?: ApiKeyKind;
+  /** Revoked keys are listed too unless this is false. */
+  includeRevoked?: boolean;
+}
+
+function apiKeyFilter(workspaceId: string, filter: ApiKeyFilter): SQL {
+  return and(
+    eq(apiKeys.workspaceId, workspaceId),
+    filter.kind === undefined ? undefined : eq(apiKeys.kind, filter.kind),
+    filter.includeRevoked === false ? isNull(apiKeys.revokedAt) : undefined,
+  )!;
+}
+
+export async function listApiKeys(db: Database, viewer: Viewer, filter: ApiKeyFilter, window: PageWindow): Promise<Page<ApiKeySummary>> {
+  assertAdmin(viewer);
+  return fetchPage(db, API_KEY_LIST, window, apiKeyFilter(viewer.workspaceId, filter));
+}
+
+export async function countApiKeys(db: Database, viewer: Viewer, filter: ApiKeyFilter): Promise<number> {
+  assertAdmin(viewer);
+  const [row] = await db.select({ total: count() }).from(apiKeys).where(apiKeyFilter(viewer.workspaceId, filter));
+  return row?.total ?? 0;
+}
+
+export interface CreateApiKeyInput {
+  name: string;
+  kind: ApiKeyKind;
+  identityId?: string | null;
+}
+
+/** Creates a key of the caller's workspace; the plaintext token is returned here only. */
+export async function createApiKey(db: Database, viewer: Viewer, input: CreateApiKeyInput, now: Date): Promise<{ apiKey: ApiKeySummary; token: string }> {
+  assertAdmin(viewer);
+  const issues = new IssueList();
+  checkText(issues, ['name'], input.name, { maxCharacters: API_KEY_NAME_MAX_CHARACTERS, allowBlank: false });
+  if (input.kind === 'identity') {
+    if (input.identityId == null) issues.add(['identityId'], 'is required for an IDENTITY key');
+    else checkExternalId(issues, ['identityId'], input.identityId, 'identity');
+  } else if (input.identityId != null) {
+    issues.add(['identityId'], 'must be left out for an ADMIN key (ADMIN keys act for every identity)');
+  }
+  issues.throwIfAny();
+  const token = generateToken();
+  const [created] = await db
+    .insert(apiKeys)
+    .values({
+      workspaceId: viewer.workspaceId,
+      id: newId('apiKey', now.getTime()),
+      name: input.name,
+      kind: input.kind,
+      identityId: input.kind === 'identity' ? input.identityId! : null,
+      tokenSha256: hashToken(token),
+      createdAt: now,
+    })
+    .returning(summaryColumns);
+  return { apiKey: created!, token };
+}
+
+/**
+ * Revokes a key: requests with it fail from the next one on. Refuses to revoke the
+ * workspace's last active ADMIN key, which would lock everyone out.
+ */
+export async function revokeApiKey(db: Database, viewer: Viewer, id: string, now: Date): Promise<ApiKeySummary> {
+  assertAdmin(viewer);
+  const notFound = () => new NotFoundError(`No API key with id "${id}".`);
+  if (!isIdOfKind(id, 'apiKey')) throw notFound();
+  return db.transaction(async (tx) => {
+    // Revocations of one workspace run one at a time, so two admins cannot revoke each
+    // other's keys at once and leave no ADMIN key.
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`revoke\u0001${viewer.workspaceId}`}, 0))`);
+    const [key] = await tx
+      .select(summaryColumns)
+      .from(apiKeys)
+      .where(and(eq(apiKeys.workspaceId, viewer.workspaceId), eq(apiKeys.id, id)));
+    if (!key) throw notFound();
+    if (key.revokedAt !== null) throw new ConflictError('The API key is already revoked.');
+    if (key.kind === 'admin') {
+      const [others] = await tx
+        .select({ total: count() })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.workspaceId, viewer.workspaceId), eq(apiKeys.kind, 'admin'), isNull(apiKeys.revokedAt), ne(apiKeys.id, id)));
+      if ((others?.total ?? 0) === 0) throw new ConflictError('This is the workspace\'s last active ADMIN key: create another one before revoking it.');
+    }
+    const [revoked] = await tx
+      .update(apiKeys)
+      .set({ revokedAt: now })
+      .where(and(eq(apiKeys.workspaceId, viewer.workspaceId), eq(apiKeys.id, id)))
+      .returning(summaryColumns);
+    return revoked!;
+  });
 }

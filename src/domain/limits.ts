@@ -61,3 +61,6 @@ export const DEFAULT_STORE_NAME = 'System Default Memory';
 
 /** Where a session's merged memories appear in the agent's sandbox. */
 export const SANDBOX_MEMORY_ROOT = '/data/.qoder/awareness/';
+
+/** API key `name`: 1 to this many characters, not blank. */
+export const API_KEY_NAME_MAX_CHARACTERS = 255;

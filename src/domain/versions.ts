@@ -88,6 +88,9 @@ export interface VersionFilter {
   memoryId?: string;
   createdAfter?: Date;
   createdBefore?: Date;
+  /** Only versions written through this API key / by this session. */
+  apiKeyId?: string;
+  sessionId?: string;
 }
 
 function versionFilter(workspaceId: string, filter: VersionFilter): SQL {
@@ -97,6 +100,8 @@ function versionFilter(workspaceId: string, filter: VersionFilter): SQL {
     filter.memoryId === undefined ? undefined : eq(memoryVersions.memoryId, filter.memoryId),
     filter.createdAfter === undefined ? undefined : gt(memoryVersions.createdAt, filter.createdAfter),
     filter.createdBefore === undefined ? undefined : lt(memoryVersions.createdAt, filter.createdBefore),
+    filter.apiKeyId === undefined ? undefined : eq(memoryVersions.createdByApiKeyId, filter.apiKeyId),
+    filter.sessionId === undefined ? undefined : eq(memoryVersions.createdBySessionId, filter.sessionId),
   )!;
 }
 

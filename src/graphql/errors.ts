@@ -1,4 +1,5 @@
 import { GraphQLError } from 'graphql';
+import { PermissionError } from '../domain/errors.js';
 
 /** A top-level request error (bad arguments that are not part of a mutation's input). */
 export function invalidRequest(message: string): GraphQLError {
@@ -12,7 +13,8 @@ export function invalidRequest(message: string): GraphQLError {
 export function mutationResult<Types extends (new (...args: never[]) => Error)[]>(mutation: string, types: [...Types]) {
   const name = `${mutation.charAt(0).toUpperCase()}${mutation.slice(1)}Result`;
   return {
-    types,
+    // Every mutation may answer PermissionError: IDENTITY keys may call only a few (access.ts).
+    types: [...types, PermissionError],
     directResult: true as const,
     union: { name, description: `What ${mutation} returns: the success type or an error type.` },
   };

@@ -1,4 +1,5 @@
 import { lexicographicSortSchema, printSchema } from 'graphql';
+import { enforceAccess } from './access.js';
 import { builder } from './builder.js';
 import './types/errors.js';
 import './types/node.js';
@@ -7,8 +8,9 @@ import './types/memory.js';
 import './types/memory-version.js';
 import './types/mount.js';
 import './types/session.js';
+import './types/api-key.js';
 
-export const schema = builder.toSchema();
+export const schema = enforceAccess(builder.toSchema());
 
 /** The SDL checked in as schema.graphql: types and fields sorted so that diffs stay readable. */
 export function printSchemaSdl(): string {

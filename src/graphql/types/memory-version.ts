@@ -112,15 +112,27 @@ const storeVersionCursor: CursorFormat<MemoryVersionSummary> = {
   keyOf: (version) => [version.createdAt, version.id],
 };
 
+/** The author filters both version lists take (API.md §7). */
+const authorArguments = builder.args((t) => ({
+  apiKeyId: t.id({ description: 'Only versions written through this API key (`key_` id).' }),
+  sessionId: t.id({ description: 'Only versions written by an agent in this session (`sesn_` id).' }),
+}));
+
+function authorFilter(args: { apiKeyId?: string | null; sessionId?: string | null }): Pick<VersionFilter, 'apiKeyId' | 'sessionId'> {
+  if (args.apiKeyId != null && !isIdOfKind(args.apiKeyId, 'apiKey')) throw invalidRequest(`"apiKeyId" must be a \`key_\` id (got "${args.apiKeyId}").`);
+  if (args.sessionId != null && !isIdOfKind(args.sessionId, 'session')) throw invalidRequest(`"sessionId" must be a \`sesn_\` id (got "${args.sessionId}").`);
+  return { apiKeyId: args.apiKeyId ?? undefined, sessionId: args.sessionId ?? undefined };
+}
+
 builder.objectFields(MemoryRef, (t) => ({
   versions: t.connection(
     {
       type: MemoryVersionRef,
       description: 'The memory\'s versions, newest first (in the order they were committed).',
-      args: { operation: t.arg({ type: MemoryOperationEnum, description: 'Only versions of this operation.' }) },
+      args: { operation: t.arg({ type: MemoryOperationEnum, description: 'Only versions of this operation.' }), ...authorArguments },
       resolve: async (memory, args, context) => {
         const window = parseConnectionArguments(memoryVersionCursor, args);
-        const filter: VersionFilter = { operation: args.operation ?? undefined };
+        const filter: VersionFilter = { operation: args.operation ?? undefined, ...authorFilter(args) };
         const page = await context.loaders.versionsOfMemory({ filter, window }).load(memory.id);
         return toConnection(memoryVersionCursor, page, () => context.loaders.versionCountOfMemory(filter).load(memory.id));
       },
@@ -139,6 +151,7 @@ builder.objectFields(MemoryStoreRef, (t) => ({
         operation: t.arg({ type: MemoryOperationEnum, description: 'Only versions of this operation.' }),
         createdAfter: t.arg({ type: 'DateTime', description: 'Only versions written strictly after this instant.' }),
         createdBefore: t.arg({ type: 'DateTime', description: 'Only versions written strictly before this instant.' }),
+        ...authorArguments,
       },
       resolve: async (store, args, context) => {
         const window = parseConnectionArguments(storeVersionCursor, args);
@@ -150,6 +163,7 @@ builder.objectFields(MemoryStoreRef, (t) => ({
           operation: args.operation ?? undefined,
           createdAfter: args.createdAfter ?? undefined,
           createdBefore: args.createdBefore ?? undefined,
+          ...authorFilter(args),
         };
         const page = await context.loaders.versionsOfStore({ filter, window }).load(store.id);
         return toConnection(storeVersionCursor, page, () => context.loaders.versionCountOfStore(filter).load(store.id));

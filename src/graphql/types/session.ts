@@ -1,4 +1,4 @@
-import { ConflictError, InvalidRequestError, NotFoundError, PermissionError, PreconditionFailedError } from '../../domain/errors.js';
+import { ConflictError, InvalidRequestError, NotFoundError, PreconditionFailedError } from '../../domain/errors.js';
 import { isIdOfKind } from '../../domain/ids.js';
 import { SANDBOX_MEMORY_ROOT } from '../../domain/limits.js';
 import type { DeletedMemory, MemoryRecord } from '../../domain/memories.js';
@@ -54,6 +54,7 @@ builder.node(SessionRef, {
     templateId: t.exposeID('templateId', { description: 'The template of the pair.' }),
     environment: t.field({ type: EnvironmentTypeEnum, description: 'Where the session runs.', resolve: (session) => session.environment }),
     createdAt: t.field({ type: 'DateTime', description: 'When the session was created.', resolve: (session) => session.createdAt }),
+    defaultMemoryStoreId: t.exposeID('defaultMemoryStoreId', { description: 'The id of the pair\'s default store at the time (readable by IDENTITY keys too).' }),
     defaultMemoryStore: t.field({
       type: MemoryStoreRef,
       description: 'The pair\'s system-managed default store at the time: the only store the agent writes to.',
@@ -163,14 +164,14 @@ builder.mutationFields((t) => ({
     description:
       'The agent\'s write: creates or updates the path in the session\'s default store (the only writable one) and replaces the memory\'s metadata with {"source": "agent"}. The version records the session as its author. SELF_HOSTED sessions: FORBIDDEN.',
     args: { input: t.arg({ type: WriteSessionMemoryInput, required: true, description: 'The session, path and content.' }) },
-    errors: mutationResult('writeSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError, PermissionError]),
+    errors: mutationResult('writeSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
     resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await writeSessionMemory(db, viewer.workspaceId, input, now) }),
   }),
   deleteSessionMemory: t.field({
     type: DeleteSessionMemorySuccess,
     description: 'The agent\'s deletion: as deleteMemory, in the session\'s default store, by path. SELF_HOSTED sessions: FORBIDDEN.',
     args: { input: t.arg({ type: DeleteSessionMemoryInput, required: true, description: 'The session and path.' }) },
-    errors: mutationResult('deleteSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError, PermissionError]),
+    errors: mutationResult('deleteSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
     resolve: (_root, { input }, { db, viewer, now }) => deleteSessionMemory(db, viewer.workspaceId, input, now),
   }),
 }));
