@@ -1,8 +1,9 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { randomBytes } from 'node:crypto';
+import { and, asc, desc, eq } from 'drizzle-orm';
 import type { Database } from '../../src/db/client.js';
 import { apiKeys, memories, memoryStoreMounts, memoryStores, memoryVersions } from '../../src/db/schema.js';
-import type { CreateMemoryInput, UpdateMemoryInput } from '../generated/graphql.js';
-import { ArchiveStore, CreateMemory, CreateStore, DeleteMemory, UpdateMemory } from './documents.js';
+import type { CreateMemoryInput, EnvironmentType, UpdateMemoryInput } from '../generated/graphql.js';
+import { ArchiveStore, CreateMemory, CreateStore, DeleteMemory, MountStore, StartSession, UpdateMemory } from './documents.js';
 import type { TestClient } from './server.js';
 
 let storeCounter = 0;
@@ -115,4 +116,81 @@ export async function apiKeyIdOf(db: Database, workspaceId: string): Promise<str
   const [key] = await db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.workspaceId, workspaceId));
   if (!key) throw new Error(`workspace ${workspaceId} has no API key`);
   return key.id;
+}
+
+/** An (identity, template) pair: the owner of mounts, default stores and sessions. */
+export interface Pair {
+  identityId: string;
+  templateId: string;
+}
+
+let pairCounter = 0;
+
+/** A fresh (identity, template) pair of well-formed external ids. */
+export function newPair(): Pair {
+  pairCounter += 1;
+  const body = `${Date.now().toString(36)}${pairCounter}${randomBytes(3).toString('hex')}`;
+  return { identityId: `idn_${body}`, templateId: `tmpl_${body}` };
+}
+
+/** Mounts a store on a pair through the API; fails the test unless it succeeds. */
+export async function mountStore(client: TestClient, memoryStoreId: string, pair: Pair) {
+  const result = (await client.data(MountStore, { input: { memoryStoreId, ...pair } })).mountMemoryStore;
+  if (result.__typename !== 'MountMemoryStoreSuccess') throw new Error(`mountMemoryStore failed: ${JSON.stringify(result)}`);
+  return result.mount;
+}
+
+/** Creates a session of a pair through the API (MANAGED unless told); fails the test unless it succeeds. */
+export async function startSession(client: TestClient, pair: Pair, environment: EnvironmentType = 'MANAGED') {
+  const result = (await client.data(StartSession, { input: { ...pair, environment } })).createSession;
+  if (result.__typename !== 'CreateSessionSuccess') throw new Error(`createSession failed: ${JSON.stringify(result)}`);
+  return result.session;
+}
+
+/** The mount rows of a pair (or of every pair), default slot first, read straight from the database. */
+export async function mountRows(db: Database, workspaceId: string, pair?: Pair) {
+  return db
+    .select()
+    .from(memoryStoreMounts)
+    .where(
+      and(
+        eq(memoryStoreMounts.workspaceId, workspaceId),
+        pair === undefined ? undefined : eq(memoryStoreMounts.identityId, pair.identityId),
+        pair === undefined ? undefined : eq(memoryStoreMounts.templateId, pair.templateId),
+      ),
+    )
+    .orderBy(desc(memoryStoreMounts.systemManaged), asc(memoryStoreMounts.createdAt), asc(memoryStoreMounts.memoryStoreId));
+}
+
+/** Sets when a store was mounted on a pair (tests control mount order this way). */
+export async function setMountTime(db: Database, workspaceId: string, pair: Pair, memoryStoreId: string, createdAt: Date) {
+  const updated = await db
+    .update(memoryStoreMounts)
+    .set({ createdAt })
+    .where(
+      and(
+        eq(memoryStoreMounts.workspaceId, workspaceId),
+        eq(memoryStoreMounts.identityId, pair.identityId),
+        eq(memoryStoreMounts.templateId, pair.templateId),
+        eq(memoryStoreMounts.memoryStoreId, memoryStoreId),
+      ),
+    )
+    .returning();
+  if (updated.length !== 1) throw new Error(`no mount of ${memoryStoreId} on ${JSON.stringify(pair)}`);
+}
+
+/** The system-managed stores of a pair (its default stores, archived ones included), read straight from the database. */
+export async function defaultStoreRows(db: Database, workspaceId: string, pair: Pair) {
+  return db
+    .select()
+    .from(memoryStores)
+    .where(
+      and(
+        eq(memoryStores.workspaceId, workspaceId),
+        eq(memoryStores.systemManaged, true),
+        eq(memoryStores.identityId, pair.identityId),
+        eq(memoryStores.templateId, pair.templateId),
+      ),
+    )
+    .orderBy(asc(memoryStores.createdAt), asc(memoryStores.id));
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Database } from '../../src/db/client.js';
 import { memories, memoryStores, memoryVersions } from '../../src/db/schema.js';
 import { newId } from '../../src/domain/ids.js';
@@ -74,4 +75,41 @@ export async function seedStores(
     for (let offset = 0; offset < versionRows.length; offset += 500) await db.insert(memoryVersions).values(versionRows.slice(offset, offset + 500));
   }
   return storeIds;
+}
+
+/**
+ * Writes one memory at each path into an existing store, each with its one CREATED version,
+ * and raises the store's counters to match, straight into the database. Returns the new
+ * memory ids by path.
+ */
+export async function seedMemoriesAtPaths(db: Database, workspaceId: string, memoryStoreId: string, paths: readonly string[]): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  const memoryRows: (typeof memories.$inferInsert)[] = [];
+  const versionRows: (typeof memoryVersions.$inferInsert)[] = [];
+  const createdAt = new Date(Date.UTC(2026, 0, 1));
+  let totalSize = 0;
+  for (const path of paths) {
+    const memoryId = newId('memory');
+    ids.set(path, memoryId);
+    const content = `${path} in ${memoryStoreId}`;
+    const common = {
+      workspaceId,
+      memoryStoreId,
+      path,
+      content,
+      contentSizeBytes: Buffer.byteLength(content),
+      contentSha256: createHash('sha256').update(content).digest('hex'),
+      createdAt,
+    };
+    totalSize += common.contentSizeBytes;
+    memoryRows.push({ ...common, id: memoryId, metadata: {}, versionSequence: 1, updatedAt: createdAt });
+    versionRows.push({ ...common, id: newId('memoryVersion'), memoryId, operation: 'created', sequence: 1, createdByApiKeyId: 'key_seed' });
+  }
+  for (let offset = 0; offset < memoryRows.length; offset += 500) await db.insert(memories).values(memoryRows.slice(offset, offset + 500));
+  for (let offset = 0; offset < versionRows.length; offset += 500) await db.insert(memoryVersions).values(versionRows.slice(offset, offset + 500));
+  await db
+    .update(memoryStores)
+    .set({ entryCount: sql`${memoryStores.entryCount} + ${paths.length}`, totalSize: sql`${memoryStores.totalSize} + ${totalSize}` })
+    .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, memoryStoreId)));
+  return ids;
 }

@@ -294,3 +294,132 @@ export const StoreVersions = graphql(`
     }
   }
 `);
+
+export const MountFields = graphql(`
+  fragment MountFields on MemoryStoreMount {
+    memoryStoreId
+    memoryStore {
+      id
+    }
+    identityId
+    templateId
+    access
+    systemManaged
+    name
+    status
+    entryCount
+    createdAt
+  }
+`);
+
+export const MountStore = graphql(`
+  mutation MountStore($input: MountMemoryStoreInput!) {
+    mountMemoryStore(input: $input) {
+      __typename
+      ... on MountMemoryStoreSuccess {
+        mount {
+          ...MountFields
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+      ... on InvalidRequestError {
+        issues {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+export const UnmountStore = graphql(`
+  mutation UnmountStore($input: UnmountMemoryStoreInput!) {
+    unmountMemoryStore(input: $input) {
+      __typename
+      ... on UnmountMemoryStoreSuccess {
+        unmountedMemoryStoreId
+      }
+      ... on Error {
+        code
+        message
+      }
+      ... on InvalidRequestError {
+        issues {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+export const PairMounts = graphql(`
+  query PairMounts($identityId: ID!, $templateId: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+    memoryStoreMounts(identityId: $identityId, templateId: $templateId, first: $first, after: $after, last: $last, before: $before) {
+      totalCount
+      edges {
+        cursor
+        node {
+          ...MountFields
+        }
+      }
+      pageInfo {
+        hasNextPage
+        hasPreviousPage
+        startCursor
+        endCursor
+      }
+    }
+  }
+`);
+
+export const SessionFields = graphql(`
+  fragment SessionFields on Session {
+    id
+    identityId
+    templateId
+    environment
+    createdAt
+    memoryInjected
+    defaultMemoryStore {
+      ...StoreFields
+    }
+    mounts {
+      ...MountFields
+    }
+  }
+`);
+
+export const StartSession = graphql(`
+  mutation StartSession($input: CreateSessionInput!) {
+    createSession(input: $input) {
+      __typename
+      ... on CreateSessionSuccess {
+        session {
+          ...SessionFields
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+      ... on InvalidRequestError {
+        issues {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+export const GetSession = graphql(`
+  query GetSession($id: ID!) {
+    session(id: $id) {
+      ...SessionFields
+    }
+  }
+`);
