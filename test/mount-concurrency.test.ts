@@ -49,7 +49,7 @@ describe('concurrent mounts and sessions', () => {
 
     const mounted = stores.filter((_, index) => outcomes[index] === 'MountMemoryStoreSuccess').map((store) => store.id);
     const rows = await mountRows(server.db, client.workspaceId, pair);
-    expect(rows.filter((row) => row.systemManaged).map((row) => row.memoryStoreId)).toEqual([session.defaultMemoryStore.id]);
+    expect(rows.filter((row) => row.systemManaged).map((row) => row.memoryStoreId)).toEqual([session.defaultMemoryStore!.id]);
     expect(rows.filter((row) => !row.systemManaged).map((row) => row.memoryStoreId).sort()).toEqual(mounted.sort());
   });
 
@@ -67,7 +67,7 @@ describe('concurrent mounts and sessions', () => {
     const defaultStoreId = defaults[0]!.id;
     for (const result of created) {
       if (result?.__typename !== 'CreateSessionSuccess') continue;
-      expect(result.session.defaultMemoryStore.id).toBe(defaultStoreId);
+      expect(result.session.defaultMemoryStore!.id).toBe(defaultStoreId);
       if (result.session.environment === 'MANAGED') expect(result.session.mounts.map((mount) => mount.memoryStoreId)).toEqual([defaultStoreId]);
     }
     expect(await mountRows(server.db, client.workspaceId, pair)).toMatchObject([{ memoryStoreId: defaultStoreId, systemManaged: true }]);
@@ -129,10 +129,10 @@ describe('concurrent mounts and sessions', () => {
       const slots = (await mountRows(server.db, client.workspaceId, pair)).map((row) => row.memoryStoreId);
       // Either the session came first (it got the old store, whose slot the archive then released)
       // or the archive came first (the session got a new default store, which holds the slot).
-      const came = session.defaultMemoryStore.id === oldDefault ? 'before the archive' : 'after the archive';
+      const came = session.defaultMemoryStore!.id === oldDefault ? 'before the archive' : 'after the archive';
       const expected = {
-        mounts: [[session.defaultMemoryStore.id, 'READ_WRITE', true]],
-        slots: came === 'before the archive' ? [] : [session.defaultMemoryStore.id],
+        mounts: [[session.defaultMemoryStore!.id, 'READ_WRITE', true]],
+        slots: came === 'before the archive' ? [] : [session.defaultMemoryStore!.id],
       };
       const actual = {
         mounts: session.mounts.map((mount) => [mount.memoryStoreId, mount.access, mount.systemManaged]),

@@ -147,7 +147,7 @@ describe('mountMemoryStore', () => {
     const owner = newPair();
     const reader = newPair();
     const session = await startSession(client, owner);
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     const mount = await mountStore(client, defaultStoreId, reader);
     expect(mount).toMatchObject({ memoryStoreId: defaultStoreId, ...reader, access: 'READ_ONLY', systemManaged: false, name: DEFAULT_STORE_NAME });
     expect(await mountRows(server.db, client.workspaceId, reader)).toMatchObject([{ memoryStoreId: defaultStoreId, access: 'read_only', systemManaged: false }]);
@@ -170,7 +170,7 @@ describe('mountMemoryStore', () => {
 
     const rows = await mountRows(server.db, client.workspaceId, pair);
     expect(rows).toHaveLength(MAX_EXPLICIT_MOUNTS_PER_PAIR + 1);
-    expect(rows.filter((row) => row.systemManaged).map((row) => row.memoryStoreId)).toEqual([session.defaultMemoryStore.id]);
+    expect(rows.filter((row) => row.systemManaged).map((row) => row.memoryStoreId)).toEqual([session.defaultMemoryStore!.id]);
     expect(rows.filter((row) => !row.systemManaged)).toHaveLength(MAX_EXPLICIT_MOUNTS_PER_PAIR);
     expect(rows.map((row) => row.memoryStoreId)).not.toContain(extra.id);
     expect((await storeMounts(client, extra.id)).bindingInfo.identityTemplateCount).toBe(0);
@@ -222,7 +222,7 @@ describe('mountMemoryStore', () => {
     const client = await server.newWorkspace();
     const pair = newPair();
     const session = await startSession(client, pair);
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     const result = await attemptMount(client, defaultStoreId, pair);
     expect(result.__typename).toBe('MountMemoryStoreSuccess');
     if (result.__typename !== 'MountMemoryStoreSuccess') return;
@@ -316,7 +316,7 @@ describe('unmountMemoryStore', () => {
     const client = await server.newWorkspace();
     const pair = newPair();
     const session = await startSession(client, pair);
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     expect(await attemptUnmount(client, defaultStoreId, pair)).toMatchObject({ __typename: 'ConflictError', code: 'CONFLICT' });
     expect(await mountedStores(client, pair)).toEqual([[defaultStoreId, 'default']]);
     expect((await listMounts(client, pair)).edges.map((edge) => edge.node.memoryStoreId)).toEqual([defaultStoreId]);
@@ -342,7 +342,7 @@ describe('memoryStoreMounts', () => {
     const [a, b, c] = [await createStore(client), await createStore(client), await createStore(client)];
     for (const store of [a, b, c]) await mountStore(client, store.id, pair);
     const session = await startSession(client, pair);
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     // Mount times unlike both creation order and id order; the default slot is the newest.
     await setMountTime(server.db, client.workspaceId, pair, a.id, at(3));
     await setMountTime(server.db, client.workspaceId, pair, b.id, at(1));
@@ -372,7 +372,7 @@ describe('memoryStoreMounts', () => {
     }
     const all = (await listMounts(client, pair)).edges.map((edge) => edge.node.memoryStoreId);
     expect(all).toHaveLength(6);
-    expect(all[0]).toBe(session.defaultMemoryStore.id);
+    expect(all[0]).toBe(session.defaultMemoryStore!.id);
 
     const seen: string[] = [];
     const pages: boolean[] = [];
@@ -455,7 +455,7 @@ describe('mount name, status and entryCount', () => {
     await createMemory(client, store.id);
     await mountStore(client, store.id, pair);
     const session = await startSession(client, pair);
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     await createMemory(client, defaultStoreId);
     expect(session.mounts.map((mount) => [mount.memoryStoreId, mount.status])).toEqual([[defaultStoreId, 'active'], [store.id, 'active']]);
 
@@ -504,7 +504,7 @@ describe('MemoryStore.mounts and bindingInfo', () => {
     const owner = newPair();
     const reader = newPair();
     const session = await startSession(client, owner);
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     expect(session.defaultMemoryStore.bindingInfo.identityTemplateCount).toBe(1);
     await mountStore(client, defaultStoreId, reader);
     const mounted = await storeMounts(client, defaultStoreId);
@@ -590,6 +590,6 @@ describe('archive and delete guards', () => {
       [newDefault.id, 'active', 0],
     ]);
     // The first session still names the store it was given.
-    expect((await client.data(GetSession, { id: firstSession.id })).session?.defaultMemoryStore.id).toBe(oldDefault);
+    expect((await client.data(GetSession, { id: firstSession.id })).session?.defaultMemoryStore?.id).toBe(oldDefault);
   });
 });

@@ -226,7 +226,7 @@ describe('createSession', () => {
     const { session } = result;
     expect(session.id).toMatch(/^sesn_[0-9a-z]{20}$/);
     expect(session).toMatchObject({ ...pair, environment: 'MANAGED', memoryInjected: true });
-    const store = session.defaultMemoryStore;
+    const store = session.defaultMemoryStore!;
     expect(store).toMatchObject({
       name: DEFAULT_STORE_NAME,
       description: '',
@@ -332,7 +332,7 @@ describe('createSession', () => {
     if (result.__typename !== 'CreateSessionSuccess') return;
     const { session } = result;
     expect(session).toMatchObject({ environment: 'SELF_HOSTED', memoryInjected: false, mounts: [] });
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     expect(session.defaultMemoryStore).toMatchObject({ systemManaged: true, name: DEFAULT_STORE_NAME, identityId: pair.identityId });
     expect(await sessionRows(client)).toMatchObject([{ id: session.id, environment: 'self_hosted', memoryInjected: false, injectedMounts: [] }]);
 
@@ -405,13 +405,13 @@ describe('session(id) and node(id)', () => {
     expect(found).toEqual(session);
     expect((await client.data(SessionNode, { id: session.id })).node).toEqual({ __typename: 'Session', id: session.id, ...pair, environment: 'SELF_HOSTED' });
 
-    for (const id of [foreign.id, newId('session'), 'sesn_nope', 'sesn_', session.defaultMemoryStore.id, `${session.id}x`, '']) {
+    for (const id of [foreign.id, newId('session'), 'sesn_nope', 'sesn_', session.defaultMemoryStore!.id, `${session.id}x`, '']) {
       const bySession = await client.execute(GetSession, { id });
       expect(bySession.errors, id).toBeUndefined();
       expect(bySession.data?.session, id).toBeNull();
       const byNode = await client.execute(SessionNode, { id });
       expect(byNode.errors, id).toBeUndefined();
-      if (id !== session.defaultMemoryStore.id) expect(byNode.data?.node, id).toBeNull();
+      if (id !== session.defaultMemoryStore!.id) expect(byNode.data?.node, id).toBeNull();
     }
     expect((await other.data(GetSession, { id: foreign.id })).session?.id).toBe(foreign.id);
   });
@@ -586,7 +586,7 @@ describe('writeSessionMemory', () => {
     const team = await createStore(client);
     await mountStore(client, team.id, pair);
     const session = await startSession(client, pair);
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
 
     const result = await write(client, { sessionId: session.id, path: 'notes/agent.md', content: 'hello é' });
     expect(result.__typename).toBe('WriteSessionMemorySuccess');
@@ -614,7 +614,7 @@ describe('writeSessionMemory', () => {
   it('updates an existing path in place and replaces metadata set through the API with {"source":"agent"}', async () => {
     const client = await server.newWorkspace();
     const session = await startSession(client, newPair());
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     const byApi = await createMemory(client, defaultStoreId, { path: 'shared.md', content: 'from the API', metadata: { team: 'backend', created_by: 'me' } });
 
     const first = await write(client, { sessionId: session.id, path: 'shared.md', content: 'from the agent' });
@@ -660,7 +660,7 @@ describe('writeSessionMemory', () => {
   it('a stale expectedContentSha256 is PRECONDITION_FAILED with the current sha and writes nothing; the current sha succeeds', async () => {
     const client = await server.newWorkspace();
     const session = await startSession(client, newPair());
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     await write(client, { sessionId: session.id, path: 'a.md', content: 'v1' });
     const before = await storeState(client, defaultStoreId);
 
@@ -678,7 +678,7 @@ describe('writeSessionMemory', () => {
   it('is FORBIDDEN (PermissionError) in a SELF_HOSTED session, and writes nothing', async () => {
     const client = await server.newWorkspace();
     const session = await startSession(client, newPair(), 'SELF_HOSTED');
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     const result = await write(client, { sessionId: session.id, path: 'a.md', content: 'x' });
     expect(result).toMatchObject({ __typename: 'PermissionError', code: 'FORBIDDEN' });
     expect(await storeState(client, defaultStoreId)).toEqual({ entryCount: 0, totalSize: 0, memories: [], versions: 0 });
@@ -701,7 +701,7 @@ describe('writeSessionMemory', () => {
     const client = await server.newWorkspace();
     const pair = newPair();
     const session = await startSession(client, pair);
-    const oldDefault = session.defaultMemoryStore.id;
+    const oldDefault = session.defaultMemoryStore!.id;
     await write(client, { sessionId: session.id, path: 'a.md', content: 'before' });
     await archiveStore(client, oldDefault);
     const before = await storeState(client, oldDefault);
@@ -724,7 +724,7 @@ describe('writeSessionMemory', () => {
     expect(badPath.__typename === 'InvalidRequestError' && badPath.issues.map((issue) => issue.field)).toEqual([['input', 'path']]);
     const badContent = await write(client, { sessionId: session.id, path: 'a.md', content: 'bell \u0007' });
     expect(badContent.__typename === 'InvalidRequestError' && badContent.issues.map((issue) => issue.field)).toEqual([['input', 'content']]);
-    expect(await storeState(client, session.defaultMemoryStore.id)).toEqual({ entryCount: 0, totalSize: 0, memories: [], versions: 0 });
+    expect(await storeState(client, session.defaultMemoryStore!.id)).toEqual({ entryCount: 0, totalSize: 0, memories: [], versions: 0 });
   });
 });
 
@@ -732,7 +732,7 @@ describe('deleteSessionMemory', () => {
   it('deletes the memory at the path in the default store, with a DELETED version by the session', async () => {
     const client = await server.newWorkspace();
     const session = await startSession(client, newPair());
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     const byApi = await createMemory(client, defaultStoreId, { path: 'gone.md', content: 'bye', metadata: { team: 'x' } });
     await createMemory(client, defaultStoreId, { path: 'kept.md', content: 'stay' });
 
@@ -779,12 +779,12 @@ describe('deleteSessionMemory', () => {
     const client = await server.newWorkspace();
     const session = await startSession(client, newPair());
     await write(client, { sessionId: session.id, path: 'a.md', content: 'v1' });
-    const before = await storeState(client, session.defaultMemoryStore.id);
+    const before = await storeState(client, session.defaultMemoryStore!.id);
     expect(await remove(client, { sessionId: session.id, path: 'a.md', expectedContentSha256: sha256('v0') })).toMatchObject({
       __typename: 'PreconditionFailedError',
       currentContentSha256: sha256('v1'),
     });
-    expect(await storeState(client, session.defaultMemoryStore.id)).toEqual(before);
+    expect(await storeState(client, session.defaultMemoryStore!.id)).toEqual(before);
     expect((await remove(client, { sessionId: session.id, path: 'a.md', expectedContentSha256: sha256('v1') })).__typename).toBe('DeleteSessionMemorySuccess');
     expect(await invariantViolations(server.db, client.workspaceId)).toEqual([]);
   });
@@ -792,7 +792,7 @@ describe('deleteSessionMemory', () => {
   it('is FORBIDDEN (PermissionError) in a SELF_HOSTED session, and the memory stays', async () => {
     const client = await server.newWorkspace();
     const session = await startSession(client, newPair(), 'SELF_HOSTED');
-    const defaultStoreId = session.defaultMemoryStore.id;
+    const defaultStoreId = session.defaultMemoryStore!.id;
     await createMemory(client, defaultStoreId, { path: 'a.md', content: 'x' });
     const before = await storeState(client, defaultStoreId);
     expect(await remove(client, { sessionId: session.id, path: 'a.md' })).toMatchObject({ __typename: 'PermissionError', code: 'FORBIDDEN' });
@@ -809,5 +809,18 @@ describe('deleteSessionMemory', () => {
       expect(await remove(client, { sessionId, path: 'a.md' }), sessionId).toMatchObject({ __typename: 'NotFoundError', code: 'NOT_FOUND' });
     }
     expect((await storeState(other, foreign.defaultMemoryStore.id)).entryCount).toBe(1);
+  });
+});
+
+describe('a session whose default store is deleted', () => {
+  it('keeps its defaultMemoryStoreId and answers defaultMemoryStore null (a deviation from API.md, which lists the field as non-null)', async () => {
+    const client = await server.newWorkspace();
+    const session = await startSession(client, newPair());
+    const defaultStoreId = session.defaultMemoryStore.id;
+    const deleted = await client.send({ query: `mutation { deleteMemoryStore(input: { id: "${defaultStoreId}" }) { __typename } }` });
+    expect(deleted.data.deleteMemoryStore.__typename).toBe('DeleteMemoryStoreSuccess');
+    const response = await client.send({ query: `{ session(id: "${session.id}") { id defaultMemoryStoreId defaultMemoryStore { id } } }` });
+    expect(response.errors).toBeUndefined();
+    expect(response.data.session).toEqual({ id: session.id, defaultMemoryStoreId: defaultStoreId, defaultMemoryStore: null });
   });
 });

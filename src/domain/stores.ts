@@ -12,6 +12,7 @@ import {
   STORE_METADATA_MAX_KEYS,
   STORE_NAME_MAX_CHARACTERS,
 } from './limits.js';
+import { lockPair } from './mounts.js';
 import { fetchPage, type KeysetList, type Page, type PageWindow } from './pagination.js';
 import { checkIdempotencyKey, checkMetadata, checkText, IssueList } from './validation.js';
 import type { Viewer } from './viewer.js';
@@ -240,6 +241,16 @@ function memoryStoreNotFound(id: string): NotFoundError {
 
 /** Locks the store row for the rest of the transaction and checks the guards archive and delete share. */
 async function lockStoreForRemoval(tx: Database, workspaceId: string, id: string, action: 'archived' | 'deleted'): Promise<MemoryStoreRecord> {
+  // A default store's removal changes its pair's default slot: take the pair's lock first
+  // (the order createSession and mountMemoryStore use: pair, then store), so that a
+  // session starting meanwhile sees either the old slot or none, never a vanishing one.
+  const [owner] = await tx
+    .select({ identityId: memoryStores.identityId, templateId: memoryStores.templateId })
+    .from(memoryStores)
+    .where(and(storeById(workspaceId, id), eq(memoryStores.systemManaged, true)));
+  if (owner?.identityId && owner.templateId) {
+    await lockPair(tx, workspaceId, { identityId: owner.identityId, templateId: owner.templateId });
+  }
   const [store] = await tx.select().from(memoryStores).where(storeById(workspaceId, id)).for('update');
   if (!store) throw memoryStoreNotFound(id);
   if (store.status === 'archived') {

@@ -144,7 +144,10 @@ export async function mountStore(client: TestClient, memoryStoreId: string, pair
 export async function startSession(client: TestClient, pair: Pair, environment: EnvironmentType = 'MANAGED') {
   const result = (await client.data(StartSession, { input: { ...pair, environment } })).createSession;
   if (result.__typename !== 'CreateSessionSuccess') throw new Error(`createSession failed: ${JSON.stringify(result)}`);
-  return result.session;
+  // A new session's default store exists (it is null only once that store is deleted).
+  const { defaultMemoryStore } = result.session;
+  if (!defaultMemoryStore) throw new Error('a new session without its default store');
+  return { ...result.session, defaultMemoryStore };
 }
 
 /** The mount rows of a pair (or of every pair), default slot first, read straight from the database. */

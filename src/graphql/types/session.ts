@@ -57,8 +57,10 @@ builder.node(SessionRef, {
     defaultMemoryStoreId: t.exposeID('defaultMemoryStoreId', { description: 'The id of the pair\'s default store at the time (readable by IDENTITY keys too).' }),
     defaultMemoryStore: t.field({
       type: MemoryStoreRef,
-      description: 'The pair\'s system-managed default store at the time: the only store the agent writes to.',
-      resolve: async (session, _args, context) => (await context.loaders.memoryStore.load(session.defaultMemoryStoreId))!,
+      nullable: true,
+      description:
+        'The pair\'s system-managed default store at the time: the only store the agent writes to. Null once that store has been deleted (API.md lists this field as non-null; deleteMemoryStore may delete a default store, and a session outlives it).',
+      resolve: (session, _args, context) => context.loaders.memoryStore.load(session.defaultMemoryStoreId),
     }),
     memoryInjected: t.boolean({ description: 'Whether stores were injected into the sandbox (false for SELF_HOSTED).', resolve: (session) => session.memoryInjected }),
     mounts: t.field({
