@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { startServerProcess, type ServerProcess } from './support/process.js';
 
@@ -21,7 +21,7 @@ function temporaryDataDir(): string {
   return dir;
 }
 
-afterEach(async () => {
+afterAll(async () => {
   for (const server of running.splice(0)) {
     if (server.child.exitCode === null && server.child.signalCode === null) {
       server.child.kill('SIGKILL');
@@ -51,65 +51,66 @@ describe('the server process', { timeout: 120_000 }, () => {
     expect(server.stderr()).toMatch(/LOG_LEVEL:/);
   });
 
-  it('creates, prints and saves a development key on first start, and keeps data across a restart', async () => {
+  // One story on one data dir, so that the suite starts as few PGlite processes as it can.
+  describe('on a PGlite data dir', () => {
     const dataDir = temporaryDataDir();
-    const first = start({ MEMSTORE_DATA_DIR: dataDir });
-    const url = await first.ready;
-    const token = fs.readFileSync(path.join(dataDir, 'dev-api-key'), 'utf8').trim();
-    expect(first.stdout()).toContain(token);
-    const created = await graphql(url, token, 'mutation { createMemoryStore(input: { name: "survives" }) { ... on CreateMemoryStoreSuccess { memoryStore { id } } } }');
-    const id = created.body.data.createMemoryStore.memoryStore.id as string;
-    first.child.kill('SIGTERM');
-    expect(await first.exited).toBe(0);
+    let first: ServerProcess;
+    let url: string;
+    let token: string;
+    let acknowledged = 0;
 
-    const second = start({ MEMSTORE_DATA_DIR: dataDir });
-    const secondUrl = await second.ready;
-    expect(second.stdout()).not.toContain(token);
-    const read = await graphql(secondUrl, token, `{ memoryStore(id: "${id}") { name } }`);
-    expect(read.body.data.memoryStore).toEqual({ name: 'survives' });
-  });
+    it('creates, prints and saves a development key on first start', async () => {
+      first = start({ MEMSTORE_DATA_DIR: dataDir });
+      url = await first.ready;
+      token = fs.readFileSync(path.join(dataDir, 'dev-api-key'), 'utf8').trim();
+      expect(token).toMatch(/^msk_[A-Za-z0-9]{40}$/);
+      expect(first.stdout()).toContain(token);
+      const created = await graphql(url, token, 'mutation { createMemoryStore(input: { name: "survives" }) { __typename } }');
+      expect(created.body.data.createMemoryStore.__typename).toBe('CreateMemoryStoreSuccess');
+      acknowledged += 1;
+    });
 
-  it('refuses a second process on the same PGlite data dir with a clear message', async () => {
-    const dataDir = temporaryDataDir();
-    const first = start({ MEMSTORE_DATA_DIR: dataDir });
-    await first.ready;
-    const second = start({ MEMSTORE_DATA_DIR: dataDir });
-    expect(await second.exited).toBe(1);
-    expect(second.stderr()).toMatch(/in use by another memstore process \(pid \d+\)/);
-    // The first one is unharmed.
-    expect((await fetch(new URL('/readyz', await first.ready))).status).toBe(200);
-  });
+    it('refuses a second process on the same data dir with a clear message', async () => {
+      const second = start({ MEMSTORE_DATA_DIR: dataDir });
+      expect(await second.exited).toBe(1);
+      expect(second.stderr()).toMatch(/in use by another memstore process \(pid \d+\)/);
+      // The first one is unharmed.
+      expect((await fetch(new URL('/readyz', url))).status).toBe(200);
+    });
 
-  it('finishes in-flight requests on SIGTERM, then reopens the same data dir cleanly', async () => {
-    const dataDir = temporaryDataDir();
-    const server = start({ MEMSTORE_DATA_DIR: dataDir });
-    const url = await server.ready;
-    const token = fs.readFileSync(path.join(dataDir, 'dev-api-key'), 'utf8').trim();
-    let sigtermSent = false;
-    const requests = Array.from({ length: 40 }, (_, index) =>
-      graphql(url, token, `mutation { createMemoryStore(input: { name: "load ${index}" }) { __typename } }`).then(
-        (result) => ({ ok: true as const, result, afterSigterm: sigtermSent }),
-        (error: unknown) => ({ ok: false as const, error }),
-      ),
-    );
-    await Promise.race(requests);
-    server.child.kill('SIGTERM');
-    sigtermSent = true;
-    const outcomes = await Promise.all(requests);
-    expect(await server.exited).toBe(0);
-    const answered = outcomes.filter((outcome) => outcome.ok);
-    // Every request that got an answer got a complete, successful one.
-    for (const outcome of answered) {
-      expect(outcome.result.status).toBe(200);
-      expect(outcome.result.body.data.createMemoryStore.__typename).toBe('CreateMemoryStoreSuccess');
-    }
-    // Some were still in flight when the signal came, and were finished rather than dropped.
-    expect(answered.filter((outcome) => outcome.ok && outcome.afterSigterm).length).toBeGreaterThan(0);
+    it('finishes in-flight requests on SIGTERM', async () => {
+      let sigtermSent = false;
+      const requests = Array.from({ length: 40 }, (_, index) =>
+        graphql(url, token, `mutation { createMemoryStore(input: { name: "load ${index}" }) { __typename } }`).then(
+          (result) => ({ ok: true as const, result, afterSigterm: sigtermSent }),
+          (error: unknown) => ({ ok: false as const, error }),
+        ),
+      );
+      await Promise.race(requests);
+      first.child.kill('SIGTERM');
+      sigtermSent = true;
+      const outcomes = await Promise.all(requests);
+      expect(await first.exited).toBe(0);
+      const answered = outcomes.filter((outcome) => outcome.ok);
+      // Every request that got an answer got a complete, successful one.
+      for (const outcome of answered) {
+        expect(outcome.result.status).toBe(200);
+        expect(outcome.result.body.data.createMemoryStore.__typename).toBe('CreateMemoryStoreSuccess');
+      }
+      // Some were still in flight when the signal came, and were finished rather than dropped.
+      expect(answered.filter((outcome) => outcome.ok && outcome.afterSigterm).length).toBeGreaterThan(0);
+      acknowledged += answered.length;
+    });
 
-    const restarted = start({ MEMSTORE_DATA_DIR: dataDir });
-    const restartedUrl = await restarted.ready;
-    const count = await graphql(restartedUrl, token, '{ memoryStores { totalCount } }');
-    expect(count.body.data.memoryStores.totalCount).toBe(answered.length);
+    it('reopens the same data dir cleanly with every acknowledged write, without printing the key again', async () => {
+      const restarted = start({ MEMSTORE_DATA_DIR: dataDir });
+      const restartedUrl = await restarted.ready;
+      expect(restarted.stdout()).not.toContain(token);
+      const count = await graphql(restartedUrl, token, '{ memoryStores { totalCount } }');
+      expect(count.body.data.memoryStores.totalCount).toBe(acknowledged);
+      restarted.child.kill('SIGTERM');
+      expect(await restarted.exited).toBe(0);
+    });
   });
 
   it.runIf(postgresUrl)('starts twice at once against one empty PostgreSQL database: both come up, migrations and the first key happen once', async () => {

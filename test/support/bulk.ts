@@ -83,33 +83,29 @@ export async function seedStores(
  * memory ids by path.
  */
 export async function seedMemoriesAtPaths(db: Database, workspaceId: string, memoryStoreId: string, paths: readonly string[]): Promise<Map<string, string>> {
-  const ids = new Map<string, string>();
-  const memoryRows: (typeof memories.$inferInsert)[] = [];
-  const versionRows: (typeof memoryVersions.$inferInsert)[] = [];
-  const createdAt = new Date(Date.UTC(2026, 0, 1));
-  let totalSize = 0;
-  for (const path of paths) {
-    const memoryId = newId('memory');
-    ids.set(path, memoryId);
-    const content = `${path} in ${memoryStoreId}`;
-    const common = {
-      workspaceId,
-      memoryStoreId,
-      path,
-      content,
-      contentSizeBytes: Buffer.byteLength(content),
-      contentSha256: createHash('sha256').update(content).digest('hex'),
-      createdAt,
-    };
-    totalSize += common.contentSizeBytes;
-    memoryRows.push({ ...common, id: memoryId, metadata: {}, versionSequence: 1, updatedAt: createdAt });
-    versionRows.push({ ...common, id: newId('memoryVersion'), memoryId, operation: 'created', sequence: 1, createdByApiKeyId: 'key_seed' });
-  }
-  for (let offset = 0; offset < memoryRows.length; offset += 500) await db.insert(memories).values(memoryRows.slice(offset, offset + 500));
-  for (let offset = 0; offset < versionRows.length; offset += 500) await db.insert(memoryVersions).values(versionRows.slice(offset, offset + 500));
+  const ids = new Map(paths.map((path) => [path, newId('memory')]));
+  const memoryIds = paths.map((path) => ids.get(path)!);
+  const versionIds = paths.map(() => newId('memoryVersion'));
+  const createdAt = new Date(Date.UTC(2026, 0, 1)).toISOString();
+  // Whole arrays as single parameters, content and hashes computed by the database: one
+  // statement per table, however many memories.
+  await db.execute(sql`
+    insert into memories (workspace_id, id, memory_store_id, path, content, content_size_bytes, content_sha256, metadata, version_sequence, created_at, updated_at)
+    select ${workspaceId}, seeded.id, ${memoryStoreId}, seeded.path, seeded.content, octet_length(seeded.content),
+           encode(sha256(convert_to(seeded.content, 'UTF8')), 'hex'), '{}'::jsonb, 1, ${createdAt}::timestamptz, ${createdAt}::timestamptz
+    from (select id, path, path || ' in ' || ${memoryStoreId} as content
+          from unnest(${sql.param(memoryIds)}::text[], ${sql.param([...paths])}::text[]) as input(id, path)) seeded`);
+  await db.execute(sql`
+    insert into memory_versions (workspace_id, id, memory_store_id, memory_id, path, content, content_size_bytes, content_sha256, operation, sequence, created_by_api_key_id, created_at)
+    select m.workspace_id, v.id, m.memory_store_id, m.id, m.path, m.content, m.content_size_bytes, m.content_sha256, 'created', 1, 'key_seed', m.created_at
+    from unnest(${sql.param(memoryIds)}::text[], ${sql.param(versionIds)}::text[]) as v(memory_id, id)
+    join memories m on m.workspace_id = ${workspaceId} and m.id = v.memory_id`);
   await db
     .update(memoryStores)
-    .set({ entryCount: sql`${memoryStores.entryCount} + ${paths.length}`, totalSize: sql`${memoryStores.totalSize} + ${totalSize}` })
+    .set({
+      entryCount: sql`${memoryStores.entryCount} + ${paths.length}`,
+      totalSize: sql`${memoryStores.totalSize} + (select coalesce(sum(content_size_bytes), 0) from memories where workspace_id = ${workspaceId} and id = any(${sql.param(memoryIds)}::text[]))`,
+    })
     .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, memoryStoreId)));
   return ids;
 }
