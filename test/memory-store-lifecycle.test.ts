@@ -18,16 +18,7 @@ const UpdateStore = graphql(`
           ...StoreFields
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
+      ...ErrorFields
     }
   }
 `);

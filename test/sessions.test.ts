@@ -99,19 +99,7 @@ const AgentWrite = graphql(`
           }
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
-      ... on PreconditionFailedError {
-        currentContentSha256
-      }
+      ...ErrorFields
     }
   }
 `);

@@ -2,6 +2,23 @@ import { graphql } from '../generated/gql.js';
 
 /** Operations shared by several test files. File-specific ones live in their test file. */
 
+/** What every mutation test reads of an error: its code and message, and the details some carry. */
+export const ErrorFields = graphql(`
+  fragment ErrorFields on Error {
+    code
+    message
+    ... on InvalidRequestError {
+      issues {
+        field
+        message
+      }
+    }
+    ... on PreconditionFailedError {
+      currentContentSha256
+    }
+  }
+`);
+
 export const StoreFields = graphql(`
   fragment StoreFields on MemoryStore {
     id
@@ -31,16 +48,7 @@ export const CreateStore = graphql(`
           ...StoreFields
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
+      ...ErrorFields
     }
   }
 `);
@@ -163,16 +171,7 @@ export const CreateMemory = graphql(`
           ...MemoryFields
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
+      ...ErrorFields
     }
   }
 `);
@@ -186,19 +185,7 @@ export const UpdateMemory = graphql(`
           ...MemoryFields
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
-      ... on PreconditionFailedError {
-        currentContentSha256
-      }
+      ...ErrorFields
     }
   }
 `);
@@ -213,19 +200,7 @@ export const DeleteMemory = graphql(`
           ...VersionFields
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
-      ... on PreconditionFailedError {
-        currentContentSha256
-      }
+      ...ErrorFields
     }
   }
 `);
@@ -321,16 +296,7 @@ export const MountStore = graphql(`
           ...MountFields
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
+      ...ErrorFields
     }
   }
 `);
@@ -342,16 +308,7 @@ export const UnmountStore = graphql(`
       ... on UnmountMemoryStoreSuccess {
         unmountedMemoryStoreId
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
+      ...ErrorFields
     }
   }
 `);
@@ -402,16 +359,7 @@ export const StartSession = graphql(`
           ...SessionFields
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
+      ...ErrorFields
     }
   }
 `);

@@ -31,16 +31,7 @@ export const FixtureCreateApiKey = graphql(`
           revokedAt
         }
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on InvalidRequestError {
-        issues {
-          field
-          message
-        }
-      }
+      ...ErrorFields
     }
   }
 `);
