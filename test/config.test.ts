@@ -50,3 +50,13 @@ describe('configuration', () => {
     expect(loadConfig({ DATABASE_URL: 'postgresql://u@db:5432/x' }).databaseUrl).toBe('postgresql://u@db:5432/x');
   });
 });
+
+describe('configuration edges', () => {
+  it('refuses an empty bootstrap list, odd workspace names and non-PostgreSQL URLs; treats empty variables as unset', () => {
+    expect(() => loadConfig({ MEMSTORE_BOOTSTRAP_KEYS: ' , ' })).toThrow(ConfigError);
+    expect(loadConfig({ PORT: '', NODE_ENV: '', LOG_LEVEL: '' })).toMatchObject({ port: 4000, nodeEnv: 'development', logLevel: 'info' });
+    expect(() => loadConfig({ MEMSTORE_BOOTSTRAP_KEYS: `_ws:${validToken}` })).toThrow(/entry 1/);
+    expect(() => loadConfig({ MEMSTORE_BOOTSTRAP_KEYS: `${'w'.repeat(64)}:${validToken}` })).toThrow(/entry 1/);
+    expect(() => loadConfig({ DATABASE_URL: 'http://db:5432/x' })).toThrow(/DATABASE_URL/);
+  });
+});

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { apiKeys } from '../src/db/schema.js';
 import { generateToken } from '../src/domain/api-keys.js';
+import { REQUEST_ID_MAX_CHARACTERS } from '../src/domain/limits.js';
 import { createLogger } from '../src/logger.js';
 import { createStore } from './support/builders.js';
 import { CreateStore, GetStore, ListStores } from './support/documents.js';
@@ -168,5 +169,21 @@ describe('GraphiQL assets', () => {
       expect((await asset.text()).length).toBeGreaterThan(100);
     }
     expect((await app.fetch('http://memstore.test/graphiql/0000000000000000/yoga-graphiql.js')).status).toBe(404);
+  });
+});
+
+describe('HTTP edges', () => {
+  it(`echoes an x-request-id of ${REQUEST_ID_MAX_CHARACTERS} characters and replaces a longer one`, async () => {
+    expect(REQUEST_ID_MAX_CHARACTERS).toBe(128);
+    const client = await server.newWorkspace();
+    const longest = 'a'.repeat(REQUEST_ID_MAX_CHARACTERS);
+    expect((await client.execute(ListStores, {}, { 'x-request-id': longest })).headers.get('x-request-id')).toBe(longest);
+    const tooLong = 'a'.repeat(REQUEST_ID_MAX_CHARACTERS + 1);
+    expect((await client.execute(ListStores, {}, { 'x-request-id': tooLong })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('refuses a bare token sent without the Bearer scheme', async () => {
+    const client = await server.newWorkspace();
+    expectUnauthenticated(await server.anonymous().execute(ListStores, {}, { authorization: client.token! }));
   });
 });

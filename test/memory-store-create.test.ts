@@ -230,3 +230,26 @@ describe('createMemoryStore', () => {
     });
   });
 });
+
+describe('idempotencyKey, what counts as the same input', () => {
+  it('is a CONFLICT when only the metadata or only the description differs, and treats an omitted description as ""', async () => {
+    const client = await server.newWorkspace();
+    await createStore(client, { name: 'n', description: 'd', metadata: { a: '1' }, idempotencyKey: 'k' });
+    expect((await attemptCreate(client, { name: 'n', description: 'd', metadata: { a: '2' }, idempotencyKey: 'k' })).__typename).toBe('ConflictError');
+    expect((await attemptCreate(client, { name: 'n', description: 'other', metadata: { a: '1' }, idempotencyKey: 'k' })).__typename).toBe('ConflictError');
+    const omitted = await createStore(client, { name: 'm', idempotencyKey: 'k2' });
+    const empty = await attemptCreate(client, { name: 'm', description: '', idempotencyKey: 'k2' });
+    expect(empty.__typename === 'CreateMemoryStoreSuccess' && empty.memoryStore.id).toBe(omitted.id);
+  });
+
+  it('still remembers a key a minute before its 24 hours are over', async () => {
+    const client = await server.newWorkspace();
+    const first = await createStore(client, { name: 'x', idempotencyKey: 'k' });
+    await server.db
+      .update(idempotencyKeys)
+      .set({ createdAt: new Date(Date.now() - 24 * 60 * 60 * 1000 + 60_000) })
+      .where(eq(idempotencyKeys.workspaceId, client.workspaceId));
+    expect((await createStore(client, { name: 'x', idempotencyKey: 'k' })).id).toBe(first.id);
+    expect((await attemptCreate(client, { name: 'y', idempotencyKey: 'k' })).__typename).toBe('ConflictError');
+  });
+});

@@ -284,3 +284,15 @@ describe('MemoryStore.bindingInfo', () => {
     expect((await client.data(GetStore, { id: store.id })).memoryStore?.bindingInfo.identityTemplateCount).toBe(3);
   });
 });
+
+describe('MemoryStore.bindingInfo across workspaces', () => {
+  it('counts only the mounts of the caller\'s workspace, even for a store id another workspace also has', async () => {
+    const alice = await server.newWorkspace();
+    const bob = await server.newWorkspace();
+    const store = await createStore(alice);
+    const now = new Date();
+    await server.db.insert(memoryStores).values({ workspaceId: bob.workspaceId, id: store.id, name: 'twin', description: '', status: 'active', metadata: {}, systemManaged: false, createdAt: now, updatedAt: now });
+    await insertMount(server.db, bob.workspaceId, store.id);
+    expect((await alice.data(GetStore, { id: store.id })).memoryStore?.bindingInfo.identityTemplateCount).toBe(0);
+  });
+});

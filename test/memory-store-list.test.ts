@@ -211,3 +211,41 @@ describe('memoryStores', () => {
     });
   });
 });
+
+describe('memoryStores pagination at the edges', () => {
+  it('uses the page size API.md names: 20', () => {
+    expect(DEFAULT_PAGE_SIZE).toBe(20);
+    expect(MAX_PAGE_SIZE).toBe(100);
+  });
+
+  it('knows an item lies behind the cursor while that item still exists', async () => {
+    const { client } = await workspaceWithStores(3);
+    const all = await list(client);
+    expect((await list(client, { first: 5, after: all.edges[0]!.cursor })).pageInfo.hasPreviousPage).toBe(true);
+    expect((await list(client, { last: 5, before: all.edges[2]!.cursor })).pageInfo.hasNextPage).toBe(true);
+  });
+
+  it('says an exactly full last page has nothing after it', async () => {
+    const { client } = await workspaceWithStores(3);
+    expect((await list(client, { first: 3 })).pageInfo.hasNextPage).toBe(false);
+    expect((await list(client, { last: 3 })).pageInfo.hasPreviousPage).toBe(false);
+    const all = await list(client);
+    expect((await list(client, { first: 2, after: all.edges[0]!.cursor })).pageInfo.hasNextPage).toBe(false);
+  });
+
+  it('refuses cursors that are nearly right: trailing characters, another list\'s tag, wrong value types', async () => {
+    const { client } = await workspaceWithStores(2);
+    const good = (await list(client)).edges[0]!.cursor;
+    const [, createdAt, id] = JSON.parse(Buffer.from(good, 'base64url').toString('utf8')) as [string, string, string];
+    const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const cursor of [`${good}!`, `${good}=`, encode(['memories', createdAt, id]), encode(['stores', Date.parse(createdAt), id]), encode(['stores', createdAt, 7])]) {
+      await expectRequestError(client, { after: cursor }, /is not a cursor of this list/);
+    }
+  });
+
+  it('refuses a DateTime without a time zone offset', async () => {
+    const client = await server.newWorkspace();
+    const response = await client.send({ query: '{ memoryStores(createdAfter: "2026-01-01T00:00:00") { totalCount } }' });
+    expect(response.errors?.[0]?.message).toMatch(/RFC 3339/);
+  });
+});

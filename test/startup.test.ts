@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DatabaseHandle } from '../src/db/client.js';
 import { apiKeys } from '../src/db/schema.js';
@@ -88,5 +89,16 @@ describe('API keys at startup', () => {
     const dir = dataDir();
     fs.writeFileSync(path.join(dir, 'dev-api-key'), `${token('z')}\n`);
     expect(await readDevelopmentKey(database.db, { bootstrapKeys: undefined, dataDir: dir })).toBeNull();
+  });
+});
+
+describe('bootstrap keys that were revoked', () => {
+  it('are refused at startup rather than silently working again', async () => {
+    const revoked = token('r');
+    await ensureApiKeys(database.db, { bootstrapKeys: [{ workspaceId: 'revoked-ws', token: revoked }], dataDir: dataDir() }, silentLogger);
+    await database.db.update(apiKeys).set({ revokedAt: new Date() }).where(eq(apiKeys.workspaceId, 'revoked-ws'));
+    await expect(
+      ensureApiKeys(database.db, { bootstrapKeys: [{ workspaceId: 'revoked-ws', token: revoked }], dataDir: dataDir() }, silentLogger),
+    ).rejects.toBeInstanceOf(BootstrapKeyError);
   });
 });
