@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { memories, memoryStoreMounts, memoryStores, memoryVersions } from '../src/db/schema.js';
 import { newId } from '../src/domain/ids.js';
 import { createStore, insertMount, storeRow } from './support/builders.js';
-import { ArchiveStore, GetStore } from './support/documents.js';
+import { ArchiveStore, DeleteStore, GetStore } from './support/documents.js';
 import { graphql } from './generated/gql.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
@@ -19,21 +19,6 @@ const UpdateStore = graphql(`
         }
       }
       ...ErrorFields
-    }
-  }
-`);
-
-const DeleteStore = graphql(`
-  mutation DeleteStore($id: ID!) {
-    deleteMemoryStore(input: { id: $id }) {
-      __typename
-      ... on DeleteMemoryStoreSuccess {
-        deletedMemoryStoreId
-      }
-      ... on Error {
-        code
-        message
-      }
     }
   }
 `);

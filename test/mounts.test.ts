@@ -16,25 +16,10 @@ import {
   storeRow,
   type Pair,
 } from './support/builders.js';
-import { ArchiveStore, GetSession, GetStore, MountStore, PairMounts, UnmountStore } from './support/documents.js';
+import { ArchiveStore, DeleteStore, GetSession, GetStore, MountStore, PairMounts, UnmountStore } from './support/documents.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
 const server = useTestServer();
-
-const DeleteMountedStore = graphql(`
-  mutation DeleteMountedStore($id: ID!) {
-    deleteMemoryStore(input: { id: $id }) {
-      __typename
-      ... on DeleteMemoryStoreSuccess {
-        deletedMemoryStoreId
-      }
-      ... on Error {
-        code
-        message
-      }
-    }
-  }
-`);
 
 const RenameMountedStore = graphql(`
   mutation RenameMountedStore($id: ID!, $name: String!) {
@@ -462,7 +447,7 @@ describe('mount name, status and entryCount', () => {
     // The session's mounts are a snapshot; their store fields are read now.
     await archiveStore(client, defaultStoreId);
     expect((await attemptUnmount(client, store.id, pair)).__typename).toBe('UnmountMemoryStoreSuccess');
-    expect((await client.data(DeleteMountedStore, { id: store.id })).deleteMemoryStore.__typename).toBe('DeleteMemoryStoreSuccess');
+    expect((await client.data(DeleteStore, { id: store.id })).deleteMemoryStore.__typename).toBe('DeleteMemoryStoreSuccess');
     const { session: later } = await client.data(GetSession, { id: session.id });
     expect(later?.mounts.map((mount) => [mount.memoryStoreId, mount.name, mount.status, mount.entryCount, mount.memoryStore?.id ?? null])).toEqual([
       [defaultStoreId, DEFAULT_STORE_NAME, 'archived', 1, defaultStoreId],
@@ -542,7 +527,7 @@ describe('archive and delete guards', () => {
     const store = await createStore(client);
     await createMemory(client, store.id);
     await mountStore(client, store.id, pair);
-    const remove = async () => (await client.data(DeleteMountedStore, { id: store.id })).deleteMemoryStore;
+    const remove = async () => (await client.data(DeleteStore, { id: store.id })).deleteMemoryStore;
 
     expect(await remove()).toMatchObject({ __typename: 'ConflictError', code: 'CONFLICT' });
     expect(await storeRow(server.db, client.workspaceId, store.id)).toMatchObject({ status: 'active', entryCount: 1 });

@@ -371,3 +371,18 @@ export const GetSession = graphql(`
     }
   }
 `);
+
+export const DeleteStore = graphql(`
+  mutation DeleteStore($id: ID!) {
+    deleteMemoryStore(input: { id: $id }) {
+      __typename
+      ... on DeleteMemoryStoreSuccess {
+        deletedMemoryStoreId
+      }
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
