@@ -14,5 +14,5 @@ export const schema = enforceAccess(builder.toSchema());
 
 /** The SDL checked in as schema.graphql: types and fields sorted so that diffs stay readable. */
 export function printSchemaSdl(): string {
-  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+  return `# Generated from src/graphql by \`npm run schema:print\`. Do not edit; a test fails when it is stale.\n\n${printSchema(lexicographicSortSchema(schema))}\n`;
 }
