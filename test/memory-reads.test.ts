@@ -51,10 +51,7 @@ const ListMemories = graphql(`
           }
         }
         pageInfo {
-          hasNextPage
-          hasPreviousPage
-          startCursor
-          endCursor
+          ...PageFields
         }
       }
     }

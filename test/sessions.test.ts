@@ -53,10 +53,7 @@ const SessionFiles = graphql(`
           }
         }
         pageInfo {
-          hasNextPage
-          hasPreviousPage
-          startCursor
-          endCursor
+          ...PageFields
         }
       }
     }

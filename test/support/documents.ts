@@ -2,6 +2,16 @@ import { graphql } from '../generated/gql.js';
 
 /** Operations shared by several test files. File-specific ones live in their test file. */
 
+/** What list tests read of a page's position. */
+export const PageFields = graphql(`
+  fragment PageFields on PageInfo {
+    hasNextPage
+    hasPreviousPage
+    startCursor
+    endCursor
+  }
+`);
+
 /** What every mutation test reads of an error: its code and message, and the details some carry. */
 export const ErrorFields = graphql(`
   fragment ErrorFields on Error {
@@ -94,10 +104,7 @@ export const ListStores = graphql(`
         }
       }
       pageInfo {
-        hasNextPage
-        hasPreviousPage
-        startCursor
-        endCursor
+        ...PageFields
       }
     }
   }
@@ -260,10 +267,7 @@ export const StoreVersions = graphql(`
           }
         }
         pageInfo {
-          hasNextPage
-          hasPreviousPage
-          startCursor
-          endCursor
+          ...PageFields
         }
       }
     }
@@ -324,10 +328,7 @@ export const PairMounts = graphql(`
         }
       }
       pageInfo {
-        hasNextPage
-        hasPreviousPage
-        startCursor
-        endCursor
+        ...PageFields
       }
     }
   }
