@@ -5,18 +5,29 @@ import type { Config } from './config.js';
 import type { Context } from './context.js';
 import type { DatabaseHandle } from './db/client.js';
 import { authenticate } from './domain/api-keys.js';
-import { REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
 import { renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
 import { createLoaders } from './graphql/loaders.js';
+import { useQueryLimits } from './graphql/query-limits.js';
 import { schema } from './graphql/schema.js';
+import { useCsrfPrevention } from './http/csrf.js';
+import { RateLimiter, rateLimited } from './http/rate-limit.js';
+import { useRequestBodyLimit } from './http/request-body.js';
+import { useRequestTimeout } from './http/request-timeout.js';
 import { silentLogger, type Logger } from './logger.js';
 
 export interface AppOptions {
-  config: Pick<Config, 'nodeEnv' | 'graphiql'>;
+  /**
+   * The settings the app uses. Left out: introspection follows nodeEnv (off in production),
+   * no rate limit, DEFAULT_REQUEST_TIMEOUT_MS.
+   */
+  config: Pick<Config, 'nodeEnv' | 'graphiql'> & Partial<Pick<Config, 'introspection' | 'rateLimit' | 'requestTimeoutMs'>>;
   database: Pick<DatabaseHandle, 'db' | 'ping'>;
   logger?: Logger;
   /** Pre-filled in GraphiQL's Authorization header (development only). */
   developmentKey?: string | null;
+  /** The rate limiter's clock in milliseconds (tests move it by hand). */
+  clock?: () => number;
 }
 
 export type App = YogaServerInstance<Record<string, never>, Context>;
@@ -61,6 +72,8 @@ function isExpectedError(error: unknown): error is GraphQLError {
 export function createApp(options: AppOptions): App {
   const { config, database, developmentKey } = options;
   const logger = options.logger ?? silentLogger;
+  const introspection = config.introspection ?? config.nodeEnv !== 'production';
+  const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit, options.clock) : null;
   const requests = new WeakMap<Request, { id: string; startedAt: number }>();
   // Some of Yoga's own routes (GraphiQL) answer before later onRequest hooks run, so the
   // request's state is made wherever the request is first seen.
@@ -74,6 +87,13 @@ export function createApp(options: AppOptions): App {
     return state;
   };
   const requestIdOf = (request: Request) => requestState(request).id;
+  // Yoga logs fixed messages and Error objects; further arguments (which may hold request
+  // parameters, and so memory content) are dropped, and errors go through the logger's scrubbing.
+  const yogaLog = (level: 'debug' | 'info' | 'warn' | 'error', args: unknown[]) => {
+    const [first] = args;
+    if (first instanceof Error) logger[level]('graphql-yoga error', { error: first });
+    else logger[level](typeof first === 'string' ? first : 'graphql-yoga event');
+  };
 
   const requestLifecycle: Plugin = {
     onRequest({ request }) {
@@ -109,10 +129,10 @@ export function createApp(options: AppOptions): App {
     healthCheckEndpoint: '/healthz',
     landingPage: false,
     logging: {
-      debug: (...args) => logger.debug(String(args[0]), { detail: args.slice(1).map(String) }),
-      info: (...args) => logger.info(String(args[0]), { detail: args.slice(1).map(String) }),
-      warn: (...args) => logger.warn(String(args[0]), { detail: args.slice(1).map(String) }),
-      error: (...args) => logger.error(String(args[0]), { detail: args.slice(1).map(String) }),
+      debug: (...args) => yogaLog('debug', args),
+      info: (...args) => yogaLog('info', args),
+      warn: (...args) => yogaLog('warn', args),
+      error: (...args) => yogaLog('error', args),
     },
     graphiql: config.graphiql
       ? {
@@ -137,9 +157,18 @@ export function createApp(options: AppOptions): App {
       },
     },
     renderGraphiQL,
+    // Batched operations (a JSON array) are refused with 400 BAD_REQUEST.
+    batching: false,
     plugins: [
       requestLifecycle,
       ...(config.graphiql ? [useGraphiQLAssets()] : []),
+      useCsrfPrevention(),
+      useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),
+      useQueryLimits({ introspection }),
+      useRequestTimeout({
+        timeoutMs: config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+        startedAt: (request) => requestState(request).startedAt,
+      }),
       useReadinessCheck({
         endpoint: '/readyz',
         check: async () => {
@@ -161,6 +190,10 @@ export function createApp(options: AppOptions): App {
       const token = BEARER.exec(authorization)?.[1];
       const viewer = token === undefined ? null : await authenticate(database.db, token);
       if (!viewer) throw unauthenticated('Invalid credentials: the API key is unknown, malformed or revoked.');
+      if (rateLimiter) {
+        const retryAfterSeconds = rateLimiter.take(viewer.apiKeyId);
+        if (retryAfterSeconds > 0) throw rateLimited(rateLimiter.settings, retryAfterSeconds);
+      }
       return {
         viewer,
         db: database.db,

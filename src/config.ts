@@ -1,5 +1,10 @@
 import path from 'node:path';
 import { z } from 'zod';
+import {
+  DEFAULT_RATE_LIMIT_BURST,
+  DEFAULT_RATE_LIMIT_PER_SECOND,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+} from './domain/limits.js';
 
 /** The only module that reads the environment. Every problem is reported at once. */
 
@@ -29,6 +34,19 @@ export interface Config {
   logLevel: LogLevel;
   /** Serve GraphiQL on GET /graphql for browsers (default: on outside production). */
   graphiql: boolean;
+  /** Answer introspection and suggest field names in errors (default: on outside production). */
+  introspection: boolean;
+  /** Per-API-key token bucket; null turns rate limiting off. */
+  rateLimit: RateLimitSettings | null;
+  /** How long one request may run; also PostgreSQL's `statement_timeout`. */
+  requestTimeoutMs: number;
+}
+
+export interface RateLimitSettings {
+  /** Tokens added to a key's bucket per second. */
+  perSecond: number;
+  /** The bucket's size: requests a key may send at once after being idle. */
+  burst: number;
 }
 
 const booleanSetting = z
@@ -84,6 +102,23 @@ const environmentSchema = z.object({
     .default('development'),
   LOG_LEVEL: z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
   MEMSTORE_GRAPHIQL: booleanSetting.optional(),
+  MEMSTORE_INTROSPECTION: booleanSetting.optional(),
+  MEMSTORE_RATE_LIMIT_PER_SECOND: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, 'must be a number of requests per second, 0 or more (0 turns rate limiting off)')
+    .transform(Number)
+    .default(DEFAULT_RATE_LIMIT_PER_SECOND),
+  MEMSTORE_RATE_LIMIT_BURST: z
+    .string()
+    .regex(/^[1-9]\d{0,6}$/, 'must be a whole number from 1 to 9999999')
+    .transform(Number)
+    .default(DEFAULT_RATE_LIMIT_BURST),
+  MEMSTORE_REQUEST_TIMEOUT_MS: z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number of milliseconds from 100 to 600000')
+    .transform(Number)
+    .pipe(z.number().int().min(100, 'must be a whole number of milliseconds from 100 to 600000').max(600_000, 'must be a whole number of milliseconds from 100 to 600000'))
+    .default(DEFAULT_REQUEST_TIMEOUT_MS),
 });
 
 export class ConfigError extends Error {
@@ -116,5 +151,11 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     nodeEnv: env.NODE_ENV,
     logLevel: env.LOG_LEVEL,
     graphiql: env.MEMSTORE_GRAPHIQL ?? env.NODE_ENV !== 'production',
+    introspection: env.MEMSTORE_INTROSPECTION ?? env.NODE_ENV !== 'production',
+    rateLimit:
+      env.MEMSTORE_RATE_LIMIT_PER_SECOND === 0
+        ? null
+        : { perSecond: env.MEMSTORE_RATE_LIMIT_PER_SECOND, burst: env.MEMSTORE_RATE_LIMIT_BURST },
+    requestTimeoutMs: env.MEMSTORE_REQUEST_TIMEOUT_MS,
   };
 }

@@ -13,9 +13,25 @@ export interface Logger {
 
 const SEVERITY: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
-function describeError(error: unknown): Record<string, unknown> {
-  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
-  return { value: String(error) };
+/**
+ * Drizzle puts a failed statement's parameters (memory content, key hashes) into its error
+ * message after "params:"; a PostgreSQL error's `detail` quotes row values. Neither is logged:
+ * only the message before the parameters, the error code, the stack's frames and the cause.
+ */
+function describeError(error: unknown, depth = 0): Record<string, unknown> {
+  if (!(error instanceof Error)) return { type: typeof error };
+  const described: Record<string, unknown> = {
+    name: error.name,
+    message: error.message.split('\nparams:')[0],
+    stack: (error.stack ?? '')
+      .split('\n')
+      .filter((line) => /^\s+at /.test(line))
+      .join('\n'),
+  };
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') described.code = code;
+  if (error.cause !== undefined && depth < 3) described.cause = describeError(error.cause, depth + 1);
+  return described;
 }
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): Logger {

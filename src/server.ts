@@ -3,6 +3,7 @@ import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createDb, DataDirInUseError } from './db/client.js';
 import { BootstrapKeyError } from './domain/api-keys.js';
+import { HTTP_HEADERS_TIMEOUT_MS, HTTP_RECEIVE_TIMEOUT_MS } from './domain/limits.js';
 import { createLogger } from './logger.js';
 import { ensureApiKeys, readDevelopmentKey } from './startup.js';
 
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
     database = await createDb({
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
+      statementTimeoutMs: config.requestTimeoutMs,
       afterMigrate: (db) => ensureApiKeys(db, config, logger),
     });
   } catch (error) {
@@ -40,6 +42,9 @@ async function main(): Promise<void> {
   const developmentKey = config.nodeEnv === 'production' ? null : await readDevelopmentKey(database.db, config);
   const app = createApp({ config, database, logger, developmentKey });
   const server = createServer(app);
+  // Slow senders (slowloris) hold a socket only so long.
+  server.headersTimeout = HTTP_HEADERS_TIMEOUT_MS;
+  server.requestTimeout = HTTP_RECEIVE_TIMEOUT_MS;
 
   let stopping = false;
   const stop = (signal: string) => {

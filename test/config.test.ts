@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS } from '../src/domain/limits.js';
 
 const validToken = `msk_${'a'.repeat(40)}`;
 
@@ -43,6 +44,29 @@ describe('configuration', () => {
   it('switches GraphiQL off in production unless asked for', () => {
     expect(loadConfig({ NODE_ENV: 'production' }).graphiql).toBe(false);
     expect(loadConfig({ NODE_ENV: 'production', MEMSTORE_GRAPHIQL: 'true' }).graphiql).toBe(true);
+  });
+
+  it('switches introspection and name suggestions off in production unless asked for', () => {
+    expect(loadConfig({}).introspection).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production' }).introspection).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', MEMSTORE_INTROSPECTION: '1' }).introspection).toBe(true);
+    expect(loadConfig({ MEMSTORE_INTROSPECTION: 'false' }).introspection).toBe(false);
+  });
+
+  it('rate-limits each key by default, and turns the limit off at 0 requests per second', () => {
+    expect(loadConfig({}).rateLimit).toEqual({ perSecond: DEFAULT_RATE_LIMIT_PER_SECOND, burst: DEFAULT_RATE_LIMIT_BURST });
+    expect(loadConfig({ MEMSTORE_RATE_LIMIT_PER_SECOND: '2.5', MEMSTORE_RATE_LIMIT_BURST: '7' }).rateLimit).toEqual({ perSecond: 2.5, burst: 7 });
+    expect(loadConfig({ MEMSTORE_RATE_LIMIT_PER_SECOND: '0' }).rateLimit).toBeNull();
+    expect(() => loadConfig({ MEMSTORE_RATE_LIMIT_PER_SECOND: '-1' })).toThrow(/MEMSTORE_RATE_LIMIT_PER_SECOND/);
+    expect(() => loadConfig({ MEMSTORE_RATE_LIMIT_BURST: '0' })).toThrow(/MEMSTORE_RATE_LIMIT_BURST/);
+  });
+
+  it('takes a request time limit from 100 ms to 10 minutes', () => {
+    expect(loadConfig({}).requestTimeoutMs).toBe(DEFAULT_REQUEST_TIMEOUT_MS);
+    expect(loadConfig({ MEMSTORE_REQUEST_TIMEOUT_MS: '100' }).requestTimeoutMs).toBe(100);
+    expect(loadConfig({ MEMSTORE_REQUEST_TIMEOUT_MS: '600000' }).requestTimeoutMs).toBe(600_000);
+    expect(() => loadConfig({ MEMSTORE_REQUEST_TIMEOUT_MS: '99' })).toThrow(/MEMSTORE_REQUEST_TIMEOUT_MS/);
+    expect(() => loadConfig({ MEMSTORE_REQUEST_TIMEOUT_MS: '600001' })).toThrow(/MEMSTORE_REQUEST_TIMEOUT_MS/);
   });
 
   it('keeps memory:// as an in-memory database and accepts postgres URLs', () => {

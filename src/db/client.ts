@@ -33,6 +33,12 @@ export interface DatabaseOptions {
   /** Connections in the postgres.js pool. */
   poolSize?: number;
   /**
+   * PostgreSQL's `statement_timeout` for the pool's connections (not for migrations), in
+   * milliseconds: a statement running longer is cancelled and its transaction rolled back.
+   * PGlite runs in this process and cannot cancel a statement; the request time limit applies there.
+   */
+  statementTimeoutMs?: number;
+  /**
    * Runs right after the migrations, under the same lock on PostgreSQL, so that work such
    * as creating the first API key happens once even when several servers start together.
    */
@@ -152,7 +158,11 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     await lockClient.end();
   }
 
-  const client = postgres(databaseUrl, { max: options.poolSize ?? 10, onnotice: () => {} });
+  const client = postgres(databaseUrl, {
+    max: options.poolSize ?? 10,
+    onnotice: () => {},
+    ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
+  });
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
   let closed = false;
   return {

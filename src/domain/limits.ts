@@ -64,3 +64,53 @@ export const SANDBOX_MEMORY_ROOT = '/data/.qoder/awareness/';
 
 /** API key `name`: 1 to this many characters, not blank. */
 export const API_KEY_NAME_MAX_CHARACTERS = 255;
+
+/*
+ * Request limits. Every query-shape limit is refused before execution with the top-level
+ * code QUERY_TOO_COMPLEX (`extensions.limit` names which one, `extensions.max` its value).
+ */
+
+/** Nesting of selected fields (fragments expanded): the dashboard query needs 10. */
+export const MAX_QUERY_DEPTH = 15;
+/** Aliased fields in one document. */
+export const MAX_QUERY_ALIASES = 30;
+/** Lexical tokens of one document (a string literal is one token, however long). */
+export const MAX_QUERY_TOKENS = 2000;
+/** Directive uses (`@include`, `@skip`, …) in one document. */
+export const MAX_QUERY_DIRECTIVES = 20;
+/**
+ * The estimated cost of one operation. Every field costs 1; a connection multiplies the cost
+ * of its selection by the page it asks for (`first` or `last`, else DEFAULT_PAGE_SIZE);
+ * `content` costs CONTENT_FIELD_COST. The 20 × 20 × 5 dashboard with content costs about 42,000.
+ */
+export const MAX_QUERY_COST = 50_000;
+/** The cost of selecting `content` (up to CONTENT_MAX_BYTES of text) once. */
+export const CONTENT_FIELD_COST = 10;
+
+/**
+ * The largest request body, in bytes. A maximal write — CONTENT_MAX_BYTES of content in the
+ * worst JSON escaping (`\u0001`: 6 bytes per content byte, 600 KiB), a maximal path and
+ * maximal metadata escaped the same way, and the query — fits with room to spare.
+ */
+export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+
+/** Default time one request may run before it is ended with REQUEST_TIMEOUT (MEMSTORE_REQUEST_TIMEOUT_MS). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+/** Default rate limit per API key: tokens added per second (MEMSTORE_RATE_LIMIT_PER_SECOND; 0 turns it off). */
+export const DEFAULT_RATE_LIMIT_PER_SECOND = 50;
+/** Default bucket size per API key: requests that may arrive at once (MEMSTORE_RATE_LIMIT_BURST). */
+export const DEFAULT_RATE_LIMIT_BURST = 100;
+
+/** How long a client may take to send its request headers, in milliseconds. */
+export const HTTP_HEADERS_TIMEOUT_MS = 10_000;
+/** How long a client may take to send a whole request (headers and body), in milliseconds. */
+export const HTTP_RECEIVE_TIMEOUT_MS = 30_000;
+
+/**
+ * The instants a DateTime argument or a cursor may name: years 0001 to 9999 in UTC. Outside
+ * them, JavaScript writes a year PostgreSQL refuses to read ("0000-…", "+010000-…"), and a
+ * filter would fail in the database instead of being refused as a bad argument.
+ */
+export const EARLIEST_INSTANT_MS = Date.parse('0001-01-01T00:00:00.000Z');
+export const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');

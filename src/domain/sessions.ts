@@ -209,10 +209,12 @@ export async function listSessionFiles(
     .from(memories)
     .where(and(inWorkspace, inArray(memories.memoryStoreId, storeIds), inArray(memories.path, pagePaths)));
   const rank = new Map(stores.map((store, index) => [store.memoryStoreId, index]));
-  const files = pagePaths.map((path) => {
+  const files = pagePaths.flatMap((path) => {
     const atPath = entries.filter((entry) => entry.path === path).sort((left, right) => rank.get(left.memoryStoreId)! - rank.get(right.memoryStoreId)!);
+    // Every memory at the path was deleted or renamed between the two statements: the file is gone.
+    if (atPath.length === 0) return [];
     const [memory, ...shadowed] = atPath as [MemorySummary, ...MemorySummary[]];
-    return { path, memory, access: stores[rank.get(memory.memoryStoreId)!]!.access, shadowed };
+    return [{ path, memory, access: stores[rank.get(memory.memoryStoreId)!]!.access, shadowed }];
   });
   return { rows: files, hasNextPage: window.backward ? behind : more, hasPreviousPage: window.backward ? more : behind };
 }

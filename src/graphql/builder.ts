@@ -1,8 +1,10 @@
 import SchemaBuilder from '@pothos/core';
+import ComplexityPlugin from '@pothos/plugin-complexity';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import type { Context } from '../context.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
+import { fieldCost } from './query-cost.js';
 import { DateTimeScalar, JSONObjectScalar, SafeIntScalar } from './scalars.js';
 
 /** Setup only: plugins, scalars and defaults. Domain types live in ./types. */
@@ -20,7 +22,13 @@ export const builder = new SchemaBuilder<{
   };
   Connection: { totalCount: () => Promise<number> };
 }>({
-  plugins: [ErrorsPlugin, RelayPlugin],
+  plugins: [ErrorsPlugin, RelayPlugin, ComplexityPlugin],
+  complexity: {
+    fieldComplexity: fieldCost,
+    // Only the cost model is used: useQueryLimits (query-limits.ts) refuses a costly operation
+    // as a whole before execution, instead of per root field during it.
+    disabled: true,
+  },
   defaultFieldNullability: false,
   relay: {
     clientMutationId: 'omit',

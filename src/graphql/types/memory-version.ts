@@ -1,5 +1,6 @@
 import { ConflictError, NotFoundError } from '../../domain/errors.js';
 import { isIdOfKind } from '../../domain/ids.js';
+import { CONTENT_FIELD_COST } from '../../domain/limits.js';
 import { redactMemoryVersion, type MemoryVersionRecord, type MemoryVersionSummary, type VersionFilter } from '../../domain/versions.js';
 import { writerOf, type Actor } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
@@ -66,7 +67,8 @@ builder.node(MemoryVersionRef, {
     path: t.exposeString('path', { description: 'The memory\'s path when this version was written.' }),
     content: t.string({
       nullable: true,
-      description: 'The content this version captured; null only when redacted. Loaded only when selected.',
+      description: `The content this version captured; null only when redacted. Loaded only when selected (it costs ${CONTENT_FIELD_COST} toward the query cost limit).`,
+      complexity: CONTENT_FIELD_COST,
       resolve: async (version, _args, context) => {
         if (version.redactedAt !== null) return null;
         return version.content !== undefined ? version.content : context.loaders.versionContent.load(version.id);

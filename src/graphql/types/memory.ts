@@ -1,6 +1,7 @@
 import { ConflictError, InvalidRequestError, NotFoundError, PreconditionFailedError } from '../../domain/errors.js';
 import { isIdOfKind } from '../../domain/ids.js';
 import {
+  CONTENT_FIELD_COST,
   CONTENT_MAX_BYTES,
   MEMORY_METADATA_MAX_KEYS,
   METADATA_KEY_MAX_CHARACTERS,
@@ -45,7 +46,8 @@ builder.node(MemoryRef, {
     }),
     path: t.exposeString('path', { description: `Where the memory lives in its store: ${pathRules}.` }),
     content: t.string({
-      description: 'The text. It is loaded only when selected; selecting it in long lists is what makes them expensive.',
+      description: `The text. It is loaded only when selected; selecting it in long lists is what makes them expensive (it costs ${CONTENT_FIELD_COST} toward the query cost limit).`,
+      complexity: CONTENT_FIELD_COST,
       resolve: async (memory, _args, context) => memory.content ?? (await context.loaders.memoryContent.load(memory.id)) ?? '',
     }),
     contentSizeBytes: t.exposeInt('contentSizeBytes', { description: 'The size of the content in UTF-8 bytes.' }),

@@ -1,0 +1,213 @@
+import {
+  GraphQLError,
+  Kind,
+  NoSchemaIntrospectionCustomRule,
+  parse,
+  visit,
+  type ASTVisitor,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type SelectionSetNode,
+  type ValidationContext,
+} from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import {
+  CONTENT_FIELD_COST,
+  MAX_QUERY_ALIASES,
+  MAX_QUERY_COST,
+  MAX_QUERY_DEPTH,
+  MAX_QUERY_DIRECTIVES,
+  MAX_QUERY_TOKENS,
+} from '../domain/limits.js';
+import { operationCost, selectOperation } from './query-cost.js';
+
+export type QueryLimitName = 'depth' | 'aliases' | 'tokens' | 'directives' | 'cost';
+
+export const QUERY_TOO_COMPLEX = 'QUERY_TOO_COMPLEX';
+export const INTROSPECTION_DISABLED = 'INTROSPECTION_DISABLED';
+
+/** A top-level refusal of an operation's shape: HTTP 400, nothing executed. */
+function queryTooComplex(limit: QueryLimitName, message: string, value: number | null, max: number): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: { code: QUERY_TOO_COMPLEX, limit, ...(value === null ? {} : { value }), max, http: { status: 400 } },
+  });
+}
+
+export interface DocumentMeasures {
+  /** The deepest nesting of fields in any operation, fragments expanded. */
+  depth: number;
+  /** Aliased fields written in the document. */
+  aliases: number;
+  /** Directive uses written in the document. */
+  directives: number;
+}
+
+/** Measures a parsed document (its size is already bounded by MAX_QUERY_TOKENS). */
+export function measureDocument(document: DocumentNode): DocumentMeasures {
+  let aliases = 0;
+  let directives = 0;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  visit(document, {
+    Field(node) {
+      if (node.alias) aliases += 1;
+    },
+    Directive() {
+      directives += 1;
+    },
+    FragmentDefinition(node) {
+      fragments.set(node.name.value, node);
+    },
+  });
+
+  const fragmentDepths = new Map<string, number>();
+  const expanding = new Set<string>();
+  const selectionDepth = (selectionSet: SelectionSetNode | undefined): number => {
+    let deepest = 0;
+    for (const selection of selectionSet?.selections ?? []) {
+      let depth = 0;
+      if (selection.kind === Kind.FIELD) {
+        depth = 1 + selectionDepth(selection.selectionSet);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        depth = selectionDepth(selection.selectionSet);
+      } else {
+        const name = selection.name.value;
+        const fragment = fragments.get(name);
+        // Unknown and cyclic spreads count 0 here: validation refuses them anyway.
+        if (fragment && !expanding.has(name)) {
+          if (!fragmentDepths.has(name)) {
+            expanding.add(name);
+            fragmentDepths.set(name, selectionDepth(fragment.selectionSet));
+            expanding.delete(name);
+          }
+          depth = fragmentDepths.get(name)!;
+        }
+      }
+      deepest = Math.max(deepest, depth);
+    }
+    return deepest;
+  };
+
+  let depth = 0;
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION) depth = Math.max(depth, selectionDepth(definition.selectionSet));
+  }
+  return { depth, aliases, directives };
+}
+
+/** Refuses documents deeper, more aliased or more directed than the limits. */
+function documentLimitsRule(context: ValidationContext): ASTVisitor {
+  return {
+    Document(document) {
+      const { depth, aliases, directives } = measureDocument(document);
+      if (depth > MAX_QUERY_DEPTH) {
+        context.reportError(
+          queryTooComplex('depth', `The query nests fields ${depth} levels deep; the limit is ${MAX_QUERY_DEPTH}.`, depth, MAX_QUERY_DEPTH),
+        );
+      }
+      if (aliases > MAX_QUERY_ALIASES) {
+        context.reportError(
+          queryTooComplex('aliases', `The query uses ${aliases} aliases; the limit is ${MAX_QUERY_ALIASES}.`, aliases, MAX_QUERY_ALIASES),
+        );
+      }
+      if (directives > MAX_QUERY_DIRECTIVES) {
+        context.reportError(
+          queryTooComplex(
+            'directives',
+            `The query uses ${directives} directives; the limit is ${MAX_QUERY_DIRECTIVES}.`,
+            directives,
+            MAX_QUERY_DIRECTIVES,
+          ),
+        );
+      }
+      return false;
+    },
+  };
+}
+
+/** graphql-js aborts parsing past `maxTokens` with this message ("more that" in 16.x). */
+const TOO_MANY_TOKENS = /Document contains more th(?:an|at) \d+ tokens/;
+
+/** "Did you mean …?" hints name fields and types: they are introspection by other means. */
+const SUGGESTION = /\s*Did you mean .*\?$/s;
+
+export interface QueryLimitsOptions {
+  /** Answer `__schema` / `__type` and suggest names in validation errors. */
+  introspection: boolean;
+}
+
+/**
+ * Every query-shape limit (tokens at parse time, depth / aliases / directives at
+ * validation, cost before execution), and the introspection setting.
+ */
+export function useQueryLimits(options: QueryLimitsOptions): Plugin {
+  return {
+    onParse({ setParseFn }) {
+      setParseFn((source, parseOptions) => {
+        try {
+          return parse(source, { ...parseOptions, maxTokens: MAX_QUERY_TOKENS });
+        } catch (error) {
+          if (error instanceof GraphQLError && TOO_MANY_TOKENS.test(error.message)) {
+            throw queryTooComplex(
+              'tokens',
+              `The query has more than ${MAX_QUERY_TOKENS} tokens (names, punctuation and values); the limit is ${MAX_QUERY_TOKENS}.`,
+              null,
+              MAX_QUERY_TOKENS,
+            );
+          }
+          throw error;
+        }
+      });
+    },
+    onValidate({ addValidationRule }) {
+      addValidationRule(documentLimitsRule);
+      if (options.introspection) return undefined;
+      addValidationRule(NoSchemaIntrospectionCustomRule);
+      return ({ result, setResult }) => {
+        if (result.length === 0) return;
+        setResult(
+          result.map((error) => {
+            const introspection = error.message.startsWith('GraphQL introspection has been disabled');
+            const message = introspection
+              ? 'Introspection is turned off on this server (MEMSTORE_INTROSPECTION); the schema is published as schema.graphql.'
+              : error.message.replace(SUGGESTION, '');
+            if (!introspection && message === error.message) return error;
+            return new GraphQLError(message, {
+              nodes: error.nodes,
+              extensions: introspection ? { code: INTROSPECTION_DISABLED, http: { status: 400 } } : error.extensions,
+            });
+          }),
+        );
+      };
+    },
+    onExecute({ args, setResultAndStopExecution }) {
+      const operation = selectOperation(args.document, args.operationName);
+      // No such operation: execution reports it.
+      if (!operation) return;
+      let cost: number;
+      try {
+        cost = operationCost(args.schema, args.document, operation, args.variableValues ?? undefined, args.contextValue as object);
+      } catch (error) {
+        // Variables that cannot be coerced: the same errors execution would report.
+        if (error instanceof GraphQLError) {
+          setResultAndStopExecution({ errors: [error] });
+          return;
+        }
+        throw error;
+      }
+      if (cost > MAX_QUERY_COST) {
+        setResultAndStopExecution({
+          errors: [
+            queryTooComplex(
+              'cost',
+              `The query's estimated cost is ${cost}; the limit is ${MAX_QUERY_COST}. ` +
+                `Each field costs 1, a connection multiplies its selection by first/last, and content costs ${CONTENT_FIELD_COST}: ` +
+                'ask for smaller pages, fewer nested lists or less content.',
+              cost,
+              MAX_QUERY_COST,
+            ),
+          ],
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,57 @@
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.js';
+import { CSRF_HEADER } from '../src/http/csrf.js';
+import { createLogger } from '../src/logger.js';
+import { createStore } from './support/builders.js';
+import { useTestServer } from './support/server.js';
+
+const server = useTestServer();
+
+const SECRET = 'CONTENT-MARKER-7f3a9c';
+
+describe('log lines', () => {
+  it('never hold an API key or memory content, whatever happens to the request', async () => {
+    const lines: string[] = [];
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    // A database whose memory writes fail the way drizzle reports it: the statement's parameters in the message.
+    const failingDb = new Proxy(server.db, {
+      get(target, property, receiver) {
+        if (property === 'transaction') {
+          return () => Promise.reject(new DrizzleQueryError('insert into "memories" values ($1, $2)', [`${SECRET}-param`, client.token], new Error('deadlock detected')));
+        }
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const logger = createLogger('debug', (line) => lines.push(line));
+    const app = createApp({ config: { nodeEnv: 'test', graphiql: true, rateLimit: { perSecond: 1, burst: 2 } }, database: server.database.handle, logger });
+    const failingApp = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: { db: failingDb, ping: async () => {} }, logger });
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${client.token}` };
+    const createMemory = JSON.stringify({
+      query: 'mutation ($input: CreateMemoryInput!) { createMemory(input: $input) { __typename } }',
+      variables: { input: { memoryStoreId: store.id, path: 'notes/secret.md', content: SECRET } },
+    });
+
+    const responses = [
+      await app.fetch('http://memstore.test/graphql', { method: 'POST', headers, body: createMemory }),
+      await failingApp.fetch('http://memstore.test/graphql', { method: 'POST', headers, body: createMemory }),
+      await app.fetch('http://memstore.test/graphql', { method: 'POST', headers, body: `{"query": "${SECRET}` }),
+      await app.fetch(`http://memstore.test/graphql?query=${encodeURIComponent(`{ memory(id: "${SECRET}") { id } }`)}`, {
+        headers: { authorization: `Bearer ${client.token}`, [CSRF_HEADER]: '1' },
+      }),
+      await app.fetch('http://memstore.test/graphql', { method: 'POST', headers, body: createMemory }),
+      await app.fetch('http://memstore.test/graphql', { method: 'POST', headers: { ...headers, authorization: `Bearer ${client.token}x` }, body: createMemory }),
+    ];
+    expect(responses.map((response) => response.status)).toEqual([200, 200, 400, 200, 429, 401]);
+    for (const response of responses) await response.text();
+
+    const text = lines.join('');
+    expect(lines.length).toBeGreaterThan(6);
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain(client.token!);
+    // The failure is still logged usefully: what failed and why, without the values.
+    const failure = lines.map((line) => JSON.parse(line)).find((entry) => entry.msg === 'unexpected error');
+    expect(failure.error).toMatchObject({ message: 'Failed query: insert into "memories" values ($1, $2)', cause: { message: 'deadlock detected' } });
+  });
+});

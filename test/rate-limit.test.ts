@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.js';
+import { RateLimiter } from '../src/http/rate-limit.js';
+import { CreateStore, ListStores } from './support/documents.js';
+import { TestClient, useTestServer } from './support/server.js';
+
+const server = useTestServer();
+
+/** An app with a rate limit and a clock the test moves by hand. */
+function limitedApp(perSecond: number, burst: number) {
+  const clock = { now: 0 };
+  const app = createApp({
+    config: { nodeEnv: 'test', graphiql: false, rateLimit: { perSecond, burst } },
+    database: server.database.handle,
+    clock: () => clock.now,
+  });
+  return { app, clock };
+}
+
+describe('rate limiting per API key', () => {
+  it('lets a key send its burst at once and refuses the next request with 429 RATE_LIMITED and Retry-After', async () => {
+    const { app } = limitedApp(2, 5);
+    const admin = await server.newWorkspace();
+    const client = new TestClient(app, admin.token, admin.workspaceId);
+    for (let request = 0; request < 5; request += 1) expect((await client.execute(ListStores, {})).status).toBe(200);
+    const refused = await client.execute(CreateStore, { input: { name: 'one too many' } });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(refused.data ?? null).toBeNull();
+    expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfterSeconds: 1 });
+    expect(refused.errors?.[0]?.message).toMatch(/5 at once, then 2 per second/);
+    // The refused write did nothing.
+    expect((await admin.data(ListStores, {})).memoryStores.totalCount).toBe(0);
+  });
+
+  it('refills at the configured rate', async () => {
+    const { app, clock } = limitedApp(2, 1);
+    const admin = await server.newWorkspace();
+    const client = new TestClient(app, admin.token, admin.workspaceId);
+    expect((await client.execute(ListStores, {})).status).toBe(200);
+    expect((await client.execute(ListStores, {})).status).toBe(429);
+    clock.now += 499;
+    expect((await client.execute(ListStores, {})).status).toBe(429);
+    clock.now += 1;
+    expect((await client.execute(ListStores, {})).status).toBe(200);
+    expect((await client.execute(ListStores, {})).status).toBe(429);
+  });
+
+  it('keeps one bucket per key: another key of the same workspace is not slowed down', async () => {
+    const { app } = limitedApp(1, 1);
+    const admin = await server.newWorkspace();
+    const first = new TestClient(app, admin.token, admin.workspaceId);
+    expect((await first.execute(ListStores, {})).status).toBe(200);
+    expect((await first.execute(ListStores, {})).status).toBe(429);
+    const created = await admin.send({ query: 'mutation { createApiKey(input: { name: "second", kind: ADMIN }) { __typename ... on CreateApiKeySuccess { token } } }' });
+    const second = new TestClient(app, created.data.createApiKey.token, admin.workspaceId);
+    expect((await second.execute(ListStores, {})).status).toBe(200);
+  });
+
+  it('does not limit requests without valid credentials (they are refused with 401 first)', async () => {
+    const { app } = limitedApp(1, 1);
+    const anonymous = new TestClient(app, null, '');
+    for (let request = 0; request < 3; request += 1) expect((await anonymous.execute(ListStores, {})).status).toBe(401);
+  });
+});
+
+describe('the token bucket', () => {
+  it('says how many whole seconds to wait for the next token', () => {
+    let now = 0;
+    const limiter = new RateLimiter({ perSecond: 0.1, burst: 2 }, () => now);
+    expect(limiter.take('k')).toBe(0);
+    expect(limiter.take('k')).toBe(0);
+    expect(limiter.take('k')).toBe(10);
+    now += 4_000;
+    expect(limiter.take('k')).toBe(6);
+    now += 6_000;
+    expect(limiter.take('k')).toBe(0);
+  });
+
+  it('forgets keys whose buckets have refilled, so idle keys cost no memory', () => {
+    let now = 0;
+    const limiter = new RateLimiter({ perSecond: 10, burst: 10 }, () => now);
+    for (let key = 0; key < 1000; key += 1) limiter.take(`key-${key}`);
+    expect(limiter.size).toBe(1000);
+    now += 60_000;
+    limiter.take('fresh');
+    expect(limiter.size).toBe(1);
+  });
+});
