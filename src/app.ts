@@ -11,6 +11,7 @@ import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { schema } from './graphql/schema.js';
 import { useCsrfPrevention } from './http/csrf.js';
+import { useFastPath } from './http/fast-path.js';
 import { RateLimiter, rateLimited } from './http/rate-limit.js';
 import { useRequestBodyLimit } from './http/request-body.js';
 import { useRequestTimeout } from './http/request-timeout.js';
@@ -28,6 +29,8 @@ export interface AppOptions {
   developmentKey?: string | null;
   /** The rate limiter's clock in milliseconds (tests move it by hand). */
   clock?: () => number;
+  /** Serve plain JSON operations on the lean path (default); false sends everything through Yoga (tests compare both). */
+  fastPath?: boolean;
 }
 
 export type App = YogaServerInstance<Record<string, never>, Context>;
@@ -104,9 +107,7 @@ export function createApp(options: AppOptions): App {
       for (const single of Array.isArray(result) ? result : [result]) {
         const errors = (single as { errors?: readonly GraphQLError[] }).errors ?? [];
         for (const error of errors) {
-          if (error.extensions?.code === INTERNAL_ERROR_CODE) {
-            logger.error('unexpected error', { requestId: requestIdOf(request), path: error.path, error: error.originalError ?? error });
-          }
+          if (error.extensions?.code === INTERNAL_ERROR_CODE) logInternalError(request, error);
         }
       }
     },
@@ -122,6 +123,42 @@ export function createApp(options: AppOptions): App {
       });
     },
   };
+
+  const maskError = (error: unknown, message = 'Unexpected error.'): GraphQLError => {
+    if (isExpectedError(error)) return error;
+    const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+    return new GraphQLError(message, {
+      nodes: error instanceof GraphQLError ? error.nodes : undefined,
+      path: error instanceof GraphQLError ? error.path : undefined,
+      originalError: original instanceof Error ? original : new Error(String(original)),
+      extensions: { code: INTERNAL_ERROR_CODE },
+    });
+  };
+  const logInternalError = (request: Request, error: GraphQLError) => {
+    logger.error('unexpected error', { requestId: requestIdOf(request), path: error.path, error: error.originalError ?? error });
+  };
+
+  const buildContext = async (request: Request): Promise<Context> => {
+    const authorization = request.headers.get('authorization');
+    if (authorization === null) {
+      throw unauthenticated('Missing credentials: send "Authorization: Bearer <API key>".');
+    }
+    const token = BEARER.exec(authorization)?.[1];
+    const viewer = token === undefined ? null : await authenticate(database.db, token);
+    if (!viewer) throw unauthenticated('Invalid credentials: the API key is unknown, malformed or revoked.');
+    if (rateLimiter) {
+      const retryAfterSeconds = rateLimiter.take(viewer.apiKeyId);
+      if (retryAfterSeconds > 0) throw rateLimited(rateLimiter.settings, retryAfterSeconds);
+    }
+    return {
+      viewer,
+      db: database.db,
+      loaders: createLoaders(database.db, viewer.workspaceId),
+      requestId: requestIdOf(request),
+      now: new Date(),
+    };
+  };
+  const timeoutMs = config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
 
   return createYoga<Record<string, never>, Context>({
     schema,
@@ -144,29 +181,29 @@ export function createApp(options: AppOptions): App {
               : undefined,
         }
       : false,
-    maskedErrors: {
-      maskError(error, message) {
-        if (isExpectedError(error)) return error;
-        const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
-        return new GraphQLError(message, {
-          nodes: error instanceof GraphQLError ? error.nodes : undefined,
-          path: error instanceof GraphQLError ? error.path : undefined,
-          originalError: original instanceof Error ? original : new Error(String(original)),
-          extensions: { code: INTERNAL_ERROR_CODE },
-        });
-      },
-    },
+    maskedErrors: { maskError: (error, message) => maskError(error, message) },
     renderGraphiQL,
     // Batched operations (a JSON array) are refused with 400 BAD_REQUEST.
     batching: false,
     plugins: [
       requestLifecycle,
       ...(config.graphiql ? [useGraphiQLAssets()] : []),
+      ...(options.fastPath === false ? [] : [useFastPath<Context>({
+        schema,
+        introspection,
+        maxBodyBytes: MAX_REQUEST_BODY_BYTES,
+        timeoutMs,
+        startedAt: (request) => requestState(request).startedAt,
+        buildContext,
+        maskError,
+        onInternalError: logInternalError,
+        adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
+      })]),
       useCsrfPrevention(),
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),
       useQueryLimits({ introspection }),
       useRequestTimeout({
-        timeoutMs: config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+        timeoutMs,
         startedAt: (request) => requestState(request).startedAt,
       }),
       useReadinessCheck({
@@ -182,25 +219,6 @@ export function createApp(options: AppOptions): App {
         },
       }),
     ],
-    context: async ({ request }): Promise<Context> => {
-      const authorization = request.headers.get('authorization');
-      if (authorization === null) {
-        throw unauthenticated('Missing credentials: send "Authorization: Bearer <API key>".');
-      }
-      const token = BEARER.exec(authorization)?.[1];
-      const viewer = token === undefined ? null : await authenticate(database.db, token);
-      if (!viewer) throw unauthenticated('Invalid credentials: the API key is unknown, malformed or revoked.');
-      if (rateLimiter) {
-        const retryAfterSeconds = rateLimiter.take(viewer.apiKeyId);
-        if (retryAfterSeconds > 0) throw rateLimited(rateLimiter.settings, retryAfterSeconds);
-      }
-      return {
-        viewer,
-        db: database.db,
-        loaders: createLoaders(database.db, viewer.workspaceId),
-        requestId: requestIdOf(request),
-        now: new Date(),
-      };
-    },
+    context: ({ request }) => buildContext(request),
   });
 }

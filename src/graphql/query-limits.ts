@@ -3,12 +3,18 @@ import {
   Kind,
   NoSchemaIntrospectionCustomRule,
   parse,
+  specifiedRules,
   visit,
   type ASTVisitor,
   type DocumentNode,
   type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type ParseOptions,
   type SelectionSetNode,
+  type Source,
   type ValidationContext,
+  type ValidationRule,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import {
@@ -130,6 +136,59 @@ const TOO_MANY_TOKENS = /Document contains more th(?:an|at) \d+ tokens/;
 /** "Did you mean …?" hints name fields and types: they are introspection by other means. */
 const SUGGESTION = /\s*Did you mean .*\?$/s;
 
+/** Parses a query under MAX_QUERY_TOKENS; past it, QUERY_TOO_COMPLEX. */
+export function parseWithLimits(source: string | Source, parseOptions?: ParseOptions): DocumentNode {
+  try {
+    return parse(source, { ...parseOptions, maxTokens: MAX_QUERY_TOKENS });
+  } catch (error) {
+    if (error instanceof GraphQLError && TOO_MANY_TOKENS.test(error.message)) {
+      throw queryTooComplex(
+        'tokens',
+        `The query has more than ${MAX_QUERY_TOKENS} tokens (names, punctuation and values); the limit is ${MAX_QUERY_TOKENS}.`,
+        null,
+        MAX_QUERY_TOKENS,
+      );
+    }
+    throw error;
+  }
+}
+
+/** Every validation rule a document must pass: GraphQL's own, the shape limits, and introspection when off. */
+export function validationRules(introspection: boolean): ValidationRule[] {
+  return [...specifiedRules, documentLimitsRule, ...(introspection ? [] : [NoSchemaIntrospectionCustomRule])];
+}
+
+/**
+ * The errors that stop an operation before execution: variables that cannot be coerced
+ * (as execution would report them), or a cost over MAX_QUERY_COST. Null when it may run.
+ */
+export function costError(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | undefined,
+  context: object,
+): GraphQLError[] | null {
+  let cost: number;
+  try {
+    cost = operationCost(schema, document, operation, variables, context);
+  } catch (error) {
+    if (error instanceof GraphQLError) return [error];
+    throw error;
+  }
+  if (cost <= MAX_QUERY_COST) return null;
+  return [
+    queryTooComplex(
+      'cost',
+      `The query's estimated cost is ${cost}; the limit is ${MAX_QUERY_COST}. ` +
+        `Each field costs 1, a connection multiplies its selection by first/last, and content costs ${CONTENT_FIELD_COST}: ` +
+        'ask for smaller pages, fewer nested lists or less content.',
+      cost,
+      MAX_QUERY_COST,
+    ),
+  ];
+}
+
 export interface QueryLimitsOptions {
   /** Answer `__schema` / `__type` and suggest names in validation errors. */
   introspection: boolean;
@@ -142,21 +201,7 @@ export interface QueryLimitsOptions {
 export function useQueryLimits(options: QueryLimitsOptions): Plugin {
   return {
     onParse({ setParseFn }) {
-      setParseFn((source, parseOptions) => {
-        try {
-          return parse(source, { ...parseOptions, maxTokens: MAX_QUERY_TOKENS });
-        } catch (error) {
-          if (error instanceof GraphQLError && TOO_MANY_TOKENS.test(error.message)) {
-            throw queryTooComplex(
-              'tokens',
-              `The query has more than ${MAX_QUERY_TOKENS} tokens (names, punctuation and values); the limit is ${MAX_QUERY_TOKENS}.`,
-              null,
-              MAX_QUERY_TOKENS,
-            );
-          }
-          throw error;
-        }
-      });
+      setParseFn(parseWithLimits);
     },
     onValidate({ addValidationRule }) {
       addValidationRule(documentLimitsRule);
@@ -183,31 +228,8 @@ export function useQueryLimits(options: QueryLimitsOptions): Plugin {
       const operation = selectOperation(args.document, args.operationName);
       // No such operation: execution reports it.
       if (!operation) return;
-      let cost: number;
-      try {
-        cost = operationCost(args.schema, args.document, operation, args.variableValues ?? undefined, args.contextValue as object);
-      } catch (error) {
-        // Variables that cannot be coerced: the same errors execution would report.
-        if (error instanceof GraphQLError) {
-          setResultAndStopExecution({ errors: [error] });
-          return;
-        }
-        throw error;
-      }
-      if (cost > MAX_QUERY_COST) {
-        setResultAndStopExecution({
-          errors: [
-            queryTooComplex(
-              'cost',
-              `The query's estimated cost is ${cost}; the limit is ${MAX_QUERY_COST}. ` +
-                `Each field costs 1, a connection multiplies its selection by first/last, and content costs ${CONTENT_FIELD_COST}: ` +
-                'ask for smaller pages, fewer nested lists or less content.',
-              cost,
-              MAX_QUERY_COST,
-            ),
-          ],
-        });
-      }
+      const errors = costError(args.schema, args.document, operation, args.variableValues ?? undefined, args.contextValue as object);
+      if (errors) setResultAndStopExecution({ errors });
     },
   };
 }

@@ -11,7 +11,12 @@ function mediaTypeOf(request: Request): string {
   return (request.headers.get('content-type') ?? '').split(/[;,]/)[0]!.trim().toLowerCase();
 }
 
-function payloadTooLarge(maxBytes: number): GraphQLError {
+/** Whether a request declares a JSON body. */
+export function isJsonRequest(request: Request): boolean {
+  return JSON_CONTENT_TYPES.includes(mediaTypeOf(request));
+}
+
+export function payloadTooLarge(maxBytes: number): GraphQLError {
   return new GraphQLError(`The request body is larger than ${maxBytes} bytes, the limit.`, {
     extensions: { code: PAYLOAD_TOO_LARGE, max: maxBytes, http: { status: 413, headers: { connection: 'close' } } },
   });
@@ -21,8 +26,13 @@ function badRequest(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
 }
 
-/** Reads a body as text, giving up (and cancelling the stream) as soon as it passes maxBytes. */
-async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+/**
+ * Reads a body as text. A declared Content-Length over maxBytes is refused before a byte
+ * is read; a longer body as soon as it passes maxBytes (the stream is cancelled).
+ */
+export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -51,7 +61,7 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
       if (request.method !== 'POST') return;
       const declared = request.headers.get('content-length');
       if (declared !== null && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
-      if (!JSON_CONTENT_TYPES.includes(mediaTypeOf(request))) {
+      if (!isJsonRequest(request)) {
         throw new GraphQLError('POST requests must send Content-Type: application/json.', {
           extensions: { code: UNSUPPORTED_MEDIA_TYPE, http: { status: 415 } },
         });

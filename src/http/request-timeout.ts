@@ -3,6 +3,13 @@ import type { Plugin } from 'graphql-yoga';
 
 export const REQUEST_TIMEOUT = 'REQUEST_TIMEOUT';
 
+export function requestTimeoutError(timeoutMs: number): GraphQLError {
+  return new GraphQLError(
+    `The request took longer than ${timeoutMs} ms, the limit, and was stopped. A write it made either completed whole or not at all: read before retrying.`,
+    { extensions: { code: REQUEST_TIMEOUT, timeoutMs, http: { status: 503 } } },
+  );
+}
+
 export interface RequestTimeoutOptions {
   timeoutMs: number;
   /** When the request arrived (performance.now() milliseconds): the limit counts from there. */
@@ -22,13 +29,7 @@ export function useRequestTimeout(options: RequestTimeoutOptions): Plugin {
       const request = (args.contextValue as { request?: Request }).request;
       const remainingMs = request ? options.timeoutMs - (performance.now() - options.startedAt(request)) : options.timeoutMs;
       const controller = new AbortController();
-      const timeout = () =>
-        controller.abort(
-          new GraphQLError(
-            `The request took longer than ${options.timeoutMs} ms, the limit, and was stopped. A write it made either completed whole or not at all: read before retrying.`,
-            { extensions: { code: REQUEST_TIMEOUT, timeoutMs: options.timeoutMs, http: { status: 503 } } },
-          ),
-        );
+      const timeout = () => controller.abort(requestTimeoutError(options.timeoutMs));
       // Out of time before execution (a slow authentication): nothing runs at all.
       if (remainingMs <= 0) timeout();
       const timer = remainingMs > 0 ? setTimeout(timeout, remainingMs) : undefined;

@@ -1,0 +1,191 @@
+import { normalizedExecutor } from '@graphql-tools/executor';
+import { GraphQLError, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { processRegularResult, type Plugin } from 'graphql-yoga';
+import { costError, parseWithLimits, validationRules } from '../graphql/query-limits.js';
+import { selectOperation } from '../graphql/query-cost.js';
+import { isJsonRequest, readBodyText } from './request-body.js';
+import { requestTimeoutError } from './request-timeout.js';
+
+/**
+ * The lean path for the request every client sends — `POST /graphql` with a JSON object
+ * holding a valid query — straight from the body to graphql's executor: a cached parse, a
+ * cached validation, the same context, limits, time limit, masking and response rules as
+ * the Yoga pipeline, but none of its per-request machinery. Anything else (GET, other
+ * content types, bodies that are not a plain operation, documents that fail to parse or
+ * validate) continues through Yoga unchanged, with the body already read; so does every
+ * response shape we do not produce here. Behaviour is the same on both paths: the whole
+ * test suite runs through this one, and its odd cases through Yoga.
+ */
+
+/** The response media types of plain results, in Yoga's order of preference. */
+const RESULT_MEDIA_TYPES = ['application/graphql-response+json', 'application/json'] as const;
+type ResultMediaType = (typeof RESULT_MEDIA_TYPES)[number];
+
+/** Parsed documents by query text. Documents are immutable, so sharing them is safe. */
+const DOCUMENT_CACHE_SIZE = 1000;
+
+export interface FastPathOptions<Context> {
+  schema: GraphQLSchema;
+  introspection: boolean;
+  maxBodyBytes: number;
+  timeoutMs: number;
+  startedAt(request: Request): number;
+  /** Authenticates and builds the context; throws GraphQLErrors such as 401 and 429. */
+  buildContext(request: Request): Promise<Context>;
+  /** The app's error mask: expected errors pass, others become INTERNAL_SERVER_ERROR. */
+  maskError(error: unknown): GraphQLError;
+  /** Called with each masked internal error, for the log. */
+  onInternalError(request: Request, error: GraphQLError): void;
+  /** The request Yoga continues with replaces the original: carry its state (request id, clock). */
+  adoptRequest(original: Request, replacement: Request): void;
+}
+
+/** The media type Yoga would answer a plain result with, or null when it would not use JSON. */
+function resultMediaType(request: Request): ResultMediaType | null {
+  // Yoga reads Accept in reverse and lets the last match win: the first listed type decides.
+  const accepted = (request.headers.get('accept') || '*/*').replace(/\s/g, '').toLowerCase().split(',').reverse();
+  let chosen: ResultMediaType | null = null;
+  for (const entry of accepted) {
+    const [mediaType, ...parameters] = entry.split(';');
+    const charset = parameters.find((parameter) => parameter.includes('charset=')) ?? 'charset=utf-8';
+    if (charset !== 'charset=utf-8' || mediaType === undefined) continue;
+    const [type, subtype] = mediaType.split('/');
+    for (const candidate of RESULT_MEDIA_TYPES) {
+      const [candidateType, candidateSubtype] = candidate.split('/');
+      if ((type === '*' || type === candidateType) && (subtype === '*' || subtype === candidateSubtype)) chosen = candidate;
+    }
+  }
+  return chosen;
+}
+
+interface PlainOperation {
+  query: string;
+  variables: Record<string, unknown> | undefined;
+  operationName: string | undefined;
+}
+
+/** The body as a plain operation, or null for anything Yoga should judge. */
+function plainOperation(body: unknown): PlainOperation | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const { query, variables, operationName, extensions } = body as Record<string, unknown>;
+  if (typeof query !== 'string') return null;
+  if (variables != null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
+  if (operationName != null && typeof operationName !== 'string') return null;
+  if (extensions != null && (typeof extensions !== 'object' || Array.isArray(extensions))) return null;
+  return { query, variables: (variables ?? undefined) as Record<string, unknown> | undefined, operationName: operationName || undefined };
+}
+
+export function useFastPath<Context extends object>(options: FastPathOptions<Context>): Plugin {
+  const rules = validationRules(options.introspection);
+  const documents = new Map<string, DocumentNode | null>();
+  const valid = new WeakMap<DocumentNode, boolean>();
+
+  /** The parsed, valid document for a query text, or null when Yoga should report its errors. */
+  const validDocument = (query: string): DocumentNode | null => {
+    let document = documents.get(query);
+    if (document === undefined) {
+      try {
+        document = parseWithLimits(query);
+      } catch {
+        document = null;
+      }
+      if (documents.size >= DOCUMENT_CACHE_SIZE) documents.delete(documents.keys().next().value!);
+      documents.set(query, document);
+    }
+    if (document === null) return null;
+    let isValid = valid.get(document);
+    if (isValid === undefined) {
+      isValid = validate(options.schema, document, rules).length === 0;
+      valid.set(document, isValid);
+    }
+    return isValid ? document : null;
+  };
+
+  const respond = (request: Request, result: ExecutionResult, mediaType: ResultMediaType, fetchAPI: { Response: typeof Response }) => {
+    if (result.errors?.length) {
+      const masked = result.errors.map((error) => {
+        const mask = options.maskError(error);
+        if (mask !== error) options.onInternalError(request, mask);
+        return mask;
+      });
+      result = { ...result, errors: masked };
+    }
+    return processRegularResult(result, fetchAPI as never, mediaType) as Response;
+  };
+
+  return {
+    async onRequest({ request, url, endResponse, setRequest, fetchAPI }) {
+      if (request.method !== 'POST' || url.pathname !== '/graphql' || !isJsonRequest(request)) return;
+      const mediaType = resultMediaType(request);
+      if (mediaType === null) return;
+
+      let text: string;
+      try {
+        text = await readBodyText(request, options.maxBodyBytes);
+      } catch (error) {
+        endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+        return;
+      }
+      let operation: PlainOperation | null = null;
+      try {
+        operation = plainOperation(JSON.parse(text));
+      } catch {
+        // Not JSON: Yoga says so.
+      }
+      const document = operation ? validDocument(operation.query) : null;
+      const selected = document ? selectOperation(document, operation!.operationName) : null;
+      if (!operation || !document || !selected || selected.operation === 'subscription') {
+        const replacement = new fetchAPI.Request(request.url, { method: 'POST', headers: request.headers, body: text });
+        options.adoptRequest(request, replacement);
+        setRequest(replacement);
+        return;
+      }
+
+      let context: Context;
+      try {
+        context = await options.buildContext(request);
+      } catch (error) {
+        endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
+        return;
+      }
+      const refusal = costError(options.schema, document, selected, operation.variables, context);
+      if (refusal) {
+        endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
+        return;
+      }
+
+      const remainingMs = options.timeoutMs - (performance.now() - options.startedAt(request));
+      const controller = new AbortController();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timedOut = new Promise<ExecutionResult>((resolve) => {
+        const timeout = () => {
+          const error = requestTimeoutError(options.timeoutMs);
+          controller.abort(error);
+          resolve({ errors: [error] });
+        };
+        if (remainingMs <= 0) timeout();
+        else timer = setTimeout(timeout, remainingMs);
+      });
+      try {
+        const result = controller.signal.aborted
+          ? await timedOut
+          : await Promise.race([
+              normalizedExecutor({
+                schema: options.schema,
+                document,
+                contextValue: context,
+                variableValues: operation.variables,
+                operationName: operation.operationName,
+                signal: controller.signal,
+              }) as Promise<ExecutionResult>,
+              timedOut,
+            ]);
+        endResponse(respond(request, result, mediaType, fetchAPI));
+      } catch (error) {
+        endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

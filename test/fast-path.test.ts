@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { createApp, type AppOptions } from '../src/app.js';
+import { createLogger } from '../src/logger.js';
+import { createStore } from './support/builders.js';
+import { useTestServer } from './support/server.js';
+
+const server = useTestServer();
+
+interface Exchange {
+  body: string;
+  headers?: Record<string, string>;
+}
+
+async function answer(options: Omit<AppOptions, 'database'>, token: string | null, exchange: Exchange) {
+  const app = createApp({ ...options, database: server.database.handle });
+  const response = await app.fetch('http://memstore.test/graphql', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+      'x-request-id': 'same-id',
+      ...exchange.headers,
+    },
+    body: exchange.body,
+  });
+  const headers = Object.fromEntries([...response.headers].filter(([name]) => !['date', 'content-length'].includes(name)));
+  return { status: response.status, headers, body: await response.text() };
+}
+
+describe('the lean path for plain JSON operations', () => {
+  it('answers every kind of request exactly as the full Yoga pipeline does: status, headers and body', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const plain = (query: string, variables?: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ query, variables, ...extra });
+    const cases: (Exchange & { token?: string | null; name: string })[] = [
+      { name: 'a query', body: plain('{ memoryStores(first: 5) { totalCount edges { node { id name } } } }') },
+      { name: 'a query with variables', body: plain('query ($id: ID!) { memoryStore(id: $id) { id name } }', { id: store.id }) },
+      { name: 'a mutation', body: plain('mutation { updateMemoryStore(input: { id: "memstore_missing", name: "x" }) { __typename ... on Error { code message } } }') },
+      { name: 'a named operation of several', body: plain('query A { __typename } query B { memoryStores { totalCount } }', null, { operationName: 'B' }) },
+      { name: 'an unknown operation name', body: plain('query A { __typename }', null, { operationName: 'C' }) },
+      { name: 'variables of the wrong type', body: plain('query ($first: Int) { memoryStores(first: $first) { totalCount } }', { first: 'many' }) },
+      { name: 'a top-level argument error', body: plain('{ memoryStores(first: 1000) { totalCount } }') },
+      { name: 'a validation error', body: plain('{ memoryStorez }') },
+      { name: 'a syntax error', body: plain('{ memoryStores(') },
+      { name: 'a costly query', body: plain('{ memoryStores(first: 100) { edges { node { memories(first: 100) { edges { node { content } } } } } } }') },
+      { name: 'no credentials', token: null, body: plain('{ __typename }') },
+      { name: 'unknown credentials', token: 'msk_unknown', body: plain('{ __typename }') },
+      { name: 'application/json first in Accept', body: plain('{ __typename }'), headers: { accept: 'application/json, application/graphql-response+json' } },
+      { name: 'an extensions object', body: plain('{ __typename }', null, { extensions: { trace: true } }) },
+      { name: 'null variables and operationName', body: JSON.stringify({ query: '{ __typename }', variables: null, operationName: null }) },
+      { name: 'a subscription', body: plain('subscription { __typename }') },
+    ];
+    for (const exchange of cases) {
+      const token = exchange.token === undefined ? client.token : exchange.token;
+      const lean = await answer({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange);
+      const yoga = await answer({ config: { nodeEnv: 'test', graphiql: false }, fastPath: false }, token, exchange);
+      expect(lean, exchange.name).toEqual(yoga);
+    }
+  });
+
+  it('answers a rate-limited request and a request past its time limit as Yoga does', async () => {
+    const client = await server.newWorkspace();
+    const exchange = { body: JSON.stringify({ query: '{ memoryStores { totalCount } }' }) };
+    for (const fastPath of [true, false]) {
+      const options = { config: { nodeEnv: 'test' as const, graphiql: false, rateLimit: { perSecond: 1, burst: 1 } }, fastPath };
+      const app = createApp({ ...options, database: server.database.handle });
+      const send = () =>
+        app.fetch('http://memstore.test/graphql', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${client.token}` }, body: exchange.body });
+      expect((await send()).status).toBe(200);
+      const limited = await send();
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get('retry-after')).toBe('1');
+      expect((await limited.json()).errors[0].extensions.code).toBe('RATE_LIMITED');
+    }
+  });
+
+  it('is the path plain operations take: Yoga never parses them', async () => {
+    const client = await server.newWorkspace();
+    const lines: string[] = [];
+    const app = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: server.database.handle, logger: createLogger('debug', (line) => lines.push(line)) });
+    const post = (body: string) =>
+      app.fetch('http://memstore.test/graphql', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${client.token}` }, body });
+    await (await post(JSON.stringify({ query: '{ memoryStores { totalCount } }' }))).text();
+    expect(lines.join('')).not.toContain('Parsing request to extract GraphQL parameters');
+    await (await post(JSON.stringify({ query: '{ memoryStorez }' }))).text();
+    expect(lines.join('')).toContain('Parsing request to extract GraphQL parameters');
+  });
+});
