@@ -141,6 +141,31 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   };
 }
 
+/**
+ * Drizzle runs its statements unnamed: every execution parses and plans again, in two
+ * round trips. This client makes postgres.js prepare each distinct statement once per
+ * connection (then one round trip per execution), in transactions too. Statement texts
+ * are few and fixed: lists are passed as one array parameter (`anyOf` in ./sql.ts), never
+ * as a variable number of placeholders.
+ */
+function preparingStatements(client: postgres.Sql): postgres.Sql {
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      if (property === 'unsafe') {
+        return (query: string, parameters?: unknown[], queryOptions?: object) =>
+          target.unsafe(query, parameters as never, { ...queryOptions, prepare: true });
+      }
+      if (property === 'begin') {
+        return (...args: unknown[]) => {
+          const body = args.pop() as (transaction: postgres.Sql) => unknown;
+          return (target.begin as (...beginArgs: unknown[]) => unknown)(...args, (transaction: postgres.Sql) => body(preparingStatements(transaction)));
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+}
+
 async function openPostgres(options: DatabaseOptions, databaseUrl: string): Promise<DatabaseHandle> {
   // Migrations run over one dedicated connection that holds an advisory lock, so that
   // several servers starting at once against an empty database migrate it exactly once.
@@ -158,11 +183,11 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     await lockClient.end();
   }
 
-  const client = postgres(databaseUrl, {
+  const client = preparingStatements(postgres(databaseUrl, {
     max: options.poolSize ?? 10,
     onnotice: () => {},
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
-  });
+  }));
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
   let closed = false;
   return {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { and, count, eq, getTableColumns, gte, inArray, lt, ne, sql, type SQL } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, gte, lt, ne, sql, type SQL } from 'drizzle-orm';
+import { anyOf } from '../db/sql.js';
 import type { Database } from '../db/client.js';
 import { memories, memoryStores, memoryVersions } from '../db/schema.js';
 import { ConflictError, NotFoundError, PreconditionFailedError } from './errors.js';
@@ -55,7 +56,7 @@ function storeNotFound(id: string): NotFoundError {
 export async function loadMemoriesByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<MemoryRecord[]> {
   const wellFormed = ids.filter((id) => isIdOfKind(id, 'memory'));
   if (wellFormed.length === 0) return [];
-  return db.select().from(memories).where(and(inWorkspace(workspaceId), inArray(memories.id, wellFormed)));
+  return db.select().from(memories).where(and(inWorkspace(workspaceId), anyOf(memories.id, wellFormed)));
 }
 
 /** The live memories at these (store, path) pairs, in one statement. */
@@ -82,7 +83,7 @@ export async function loadMemoryContents(db: Database, workspaceId: string, ids:
   const rows = await db
     .select({ id: memories.id, content: memories.content })
     .from(memories)
-    .where(and(inWorkspace(workspaceId), inArray(memories.id, [...ids])));
+    .where(and(inWorkspace(workspaceId), anyOf(memories.id, [...ids])));
   return new Map(rows.map((row) => [row.id, row.content]));
 }
 
@@ -142,7 +143,7 @@ export async function countMemoriesByStore(
   const rows = await db
     .select({ memoryStoreId: memories.memoryStoreId, total: count() })
     .from(memories)
-    .where(and(inWorkspace(workspaceId), inArray(memories.memoryStoreId, [...storeIds]), prefix))
+    .where(and(inWorkspace(workspaceId), anyOf(memories.memoryStoreId, [...storeIds]), prefix))
     .groupBy(memories.memoryStoreId);
   for (const row of rows) counts.set(row.memoryStoreId, row.total);
   return counts;

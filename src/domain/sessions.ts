@@ -1,4 +1,5 @@
-import { and, asc, countDistinct, desc, eq, getTableColumns, gt, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, countDistinct, desc, eq, getTableColumns, gt, lt, sql } from 'drizzle-orm';
+import { anyOf } from '../db/sql.js';
 import { unionAll } from 'drizzle-orm/pg-core';
 import type { Database } from '../db/client.js';
 import { memories, memoryStoreMounts, memoryStores, sessions } from '../db/schema.js';
@@ -78,7 +79,7 @@ export async function createSession(db: Database, workspaceId: string, input: Cr
       const active = await tx
         .select({ id: memoryStores.id })
         .from(memoryStores)
-        .where(and(eq(memoryStores.workspaceId, workspaceId), inArray(memoryStores.id, mounts.map((mount) => mount.memoryStoreId)), eq(memoryStores.status, 'active')));
+        .where(and(eq(memoryStores.workspaceId, workspaceId), anyOf(memoryStores.id, mounts.map((mount) => mount.memoryStoreId)), eq(memoryStores.status, 'active')));
       const activeIds = new Set(active.map((store) => store.id));
       injected = mounts
         .filter((mount) => activeIds.has(mount.memoryStoreId))
@@ -105,7 +106,7 @@ export async function createSession(db: Database, workspaceId: string, input: Cr
 export async function loadSessionsByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<SessionRecord[]> {
   const wellFormed = ids.filter((id) => isIdOfKind(id, 'session'));
   if (wellFormed.length === 0) return [];
-  return db.select().from(sessions).where(and(eq(sessions.workspaceId, workspaceId), inArray(sessions.id, wellFormed)));
+  return db.select().from(sessions).where(and(eq(sessions.workspaceId, workspaceId), anyOf(sessions.id, wellFormed)));
 }
 
 /** A snapshot entry as a mount of the session's pair (for Session.mounts). */
@@ -189,7 +190,7 @@ export async function listSessionFiles(
         db
           .select({ path: memories.path, side: sql<number>`1`.mapWith(Number).as('side') })
           .from(memories)
-          .where(and(inWorkspace, inArray(memories.memoryStoreId, storeIds), prefix, window.backward ? sql`${memories.path} >= ${start}` : sql`${memories.path} <= ${start}`))
+          .where(and(inWorkspace, anyOf(memories.memoryStoreId, storeIds), prefix, window.backward ? sql`${memories.path} >= ${start}` : sql`${memories.path} <= ${start}`))
           .limit(1),
       );
 
@@ -207,7 +208,7 @@ export async function listSessionFiles(
   const entries = await db
     .select(summaryColumns)
     .from(memories)
-    .where(and(inWorkspace, inArray(memories.memoryStoreId, storeIds), inArray(memories.path, pagePaths)));
+    .where(and(inWorkspace, anyOf(memories.memoryStoreId, storeIds), anyOf(memories.path, pagePaths)));
   const rank = new Map(stores.map((store, index) => [store.memoryStoreId, index]));
   const files = pagePaths.flatMap((path) => {
     const atPath = entries.filter((entry) => entry.path === path).sort((left, right) => rank.get(left.memoryStoreId)! - rank.get(right.memoryStoreId)!);
@@ -226,7 +227,7 @@ export async function countSessionFiles(db: Database, session: SessionRecord, fi
   const [row] = await db
     .select({ total: countDistinct(memories.path) })
     .from(memories)
-    .where(and(eq(memories.workspaceId, session.workspaceId), inArray(memories.memoryStoreId, storeIds), prefix));
+    .where(and(eq(memories.workspaceId, session.workspaceId), anyOf(memories.memoryStoreId, storeIds), prefix));
   return row?.total ?? 0;
 }
 

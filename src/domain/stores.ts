@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { and, count, eq, getTableColumns, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, gt, lt, sql, type SQL } from 'drizzle-orm';
+import { anyOf } from '../db/sql.js';
 import type { Database } from '../db/client.js';
 import { idempotencyKeys, memoryStoreMounts, memoryStores } from '../db/schema.js';
 import { ConflictError, NotFoundError } from './errors.js';
@@ -56,7 +57,7 @@ function withCreatedBy(metadata: Record<string, unknown> | null | undefined): Re
 
 export async function loadMemoryStoresByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<MemoryStoreRecord[]> {
   if (ids.length === 0) return [];
-  return db.select().from(memoryStores).where(and(inWorkspace(workspaceId), inArray(memoryStores.id, [...ids])));
+  return db.select().from(memoryStores).where(and(inWorkspace(workspaceId), anyOf(memoryStores.id, [...ids])));
 }
 
 export interface MemoryStoreFilter {
@@ -74,7 +75,10 @@ function storeFilter(workspaceId: string, filter: MemoryStoreFilter): SQL {
   if (filter.systemManaged !== undefined) conditions.push(eq(memoryStores.systemManaged, filter.systemManaged));
   if (filter.status !== undefined) conditions.push(eq(memoryStores.status, filter.status));
   if (filter.namePrefix !== undefined && filter.namePrefix !== '') {
-    conditions.push(sql`starts_with(lower(${memoryStores.name}), lower(${filter.namePrefix}))`);
+    // A prefix no name can have (NUL, lone surrogates) matches nothing; sent to PostgreSQL,
+    // a NUL would fail the query ("invalid byte sequence") instead.
+    const matchable = filter.namePrefix.isWellFormed() && !filter.namePrefix.includes('\u0000');
+    conditions.push(matchable ? sql`starts_with(lower(${memoryStores.name}), lower(${filter.namePrefix}))` : sql`false`);
   }
   if (filter.createdAfter !== undefined) conditions.push(gt(memoryStores.createdAt, filter.createdAfter));
   if (filter.createdBefore !== undefined) conditions.push(lt(memoryStores.createdAt, filter.createdBefore));
@@ -102,7 +106,7 @@ export async function countMountingPairs(db: Database, workspaceId: string, stor
   const rows = await db
     .select({ memoryStoreId: memoryStoreMounts.memoryStoreId, pairs: count() })
     .from(memoryStoreMounts)
-    .where(and(eq(memoryStoreMounts.workspaceId, workspaceId), inArray(memoryStoreMounts.memoryStoreId, [...storeIds])))
+    .where(and(eq(memoryStoreMounts.workspaceId, workspaceId), anyOf(memoryStoreMounts.memoryStoreId, [...storeIds])))
     .groupBy(memoryStoreMounts.memoryStoreId);
   for (const row of rows) counts.set(row.memoryStoreId, row.pairs);
   return counts;

@@ -1,4 +1,5 @@
-import { and, count, eq, getTableColumns, gt, inArray, isNull, lt, type SQL } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, gt, isNull, lt, type SQL } from 'drizzle-orm';
+import { anyOf } from '../db/sql.js';
 import type { Database } from '../db/client.js';
 import { memoryVersions } from '../db/schema.js';
 import { ConflictError, NotFoundError } from './errors.js';
@@ -71,14 +72,14 @@ export function versionValuesFor(
 export async function loadVersionsByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<MemoryVersionRecord[]> {
   const wellFormed = ids.filter((id) => isIdOfKind(id, 'memoryVersion'));
   if (wellFormed.length === 0) return [];
-  return db.select().from(memoryVersions).where(and(inWorkspace(workspaceId), inArray(memoryVersions.id, wellFormed)));
+  return db.select().from(memoryVersions).where(and(inWorkspace(workspaceId), anyOf(memoryVersions.id, wellFormed)));
 }
 
 export async function loadVersionContents(db: Database, workspaceId: string, ids: readonly string[]): Promise<Map<string, string | null>> {
   const rows = await db
     .select({ id: memoryVersions.id, content: memoryVersions.content })
     .from(memoryVersions)
-    .where(and(inWorkspace(workspaceId), inArray(memoryVersions.id, [...ids])));
+    .where(and(inWorkspace(workspaceId), anyOf(memoryVersions.id, [...ids])));
   return new Map(rows.map((row) => [row.id, row.content]));
 }
 
@@ -139,7 +140,7 @@ export async function countVersionsByParent(
   const rows = await db
     .select({ parentId: parentColumn, total: count() })
     .from(memoryVersions)
-    .where(and(versionFilter(workspaceId, filter), inArray(parentColumn, [...parentIds])))
+    .where(and(versionFilter(workspaceId, filter), anyOf(parentColumn, [...parentIds])))
     .groupBy(parentColumn);
   for (const row of rows) counts.set(row.parentId, row.total);
   return counts;
