@@ -164,6 +164,21 @@ describe('what a request may be', () => {
     }
   });
 
+  it('refuses GET parameters that are not JSON with 400 BAD_REQUEST', async () => {
+    const client = await server.newWorkspace();
+    for (const parameters of ['variables=%7B', 'extensions=%7B', 'variables=%7B%22a%22%3A']) {
+      const response = await server.app.fetch(`${GRAPHQL_URL}?query=%7B__typename%7D&${parameters}`, {
+        headers: { authorization: `Bearer ${client.token}`, accept: 'application/json', [CSRF_HEADER]: '1' },
+      });
+      expect(response.status, parameters).toBe(400);
+      expect((await response.json()).errors[0].extensions.code).toBe('BAD_REQUEST');
+    }
+    const fine = await server.app.fetch(`${GRAPHQL_URL}?query=${encodeURIComponent('query ($n: Int) { memoryStores(first: $n) { totalCount } }')}&variables=${encodeURIComponent('{"n":1}')}`, {
+      headers: { authorization: `Bearer ${client.token}`, accept: 'application/json', [CSRF_HEADER]: '1' },
+    });
+    expect(await fine.json()).toEqual({ data: { memoryStores: { totalCount: 0 } } });
+  });
+
   it('never runs a mutation sent with GET: 405, and nothing is written', async () => {
     const client = await server.newWorkspace();
     const query = encodeURIComponent('mutation { createMemoryStore(input: { name: "via-get" }) { __typename } }');

@@ -342,6 +342,20 @@ describe('Memory.versions and Memory.latestVersion', () => {
     expect([firstTwo.pageInfo.hasNextPage, rest.pageInfo.hasNextPage]).toEqual([true, false]);
   });
 
+  it('refuses a forged cursor whose version sequence does not fit a 32-bit integer, as a request error', async () => {
+    // Found by test/fuzz.test.ts: PostgreSQL refused the value ("out of range for type integer").
+    const { client, memories: [memory] } = await storeWithPaths(['doc.md']);
+    for (const sequence of [2 ** 31, -(2 ** 31) - 1, 2 ** 53 - 1]) {
+      const after = Buffer.from(JSON.stringify(['memory-versions', sequence])).toString('base64url');
+      const response = await client.execute(MemoryHistory, { id: memory!.id, after });
+      expect(response.errors?.[0]?.extensions?.code, String(sequence)).toBe('INVALID_REQUEST');
+      expect(response.errors?.[0]?.message).toMatch(/is not a cursor of this list/);
+    }
+    const inRange = Buffer.from(JSON.stringify(['memory-versions', 2 ** 31 - 1])).toString('base64url');
+    // Newest first: everything lies after the largest sequence there can be.
+    expect((await client.data(MemoryHistory, { id: memory!.id, after: inRange })).memory!.versions.edges).toHaveLength(1);
+  });
+
   it('latestVersion holds the memory\'s current state after each of several updates', async () => {
     const { client, memories: [memory] } = await storeWithPaths(['doc.md']);
     const changes = [{ content: 'two é' }, { path: 'moved/doc.md' }, { metadata: { k: 'v' } }, { content: '' }, { content: '', path: 'moved/doc.md' }];

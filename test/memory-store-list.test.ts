@@ -243,6 +243,41 @@ describe('memoryStores pagination at the edges', () => {
     }
   });
 
+  it('refuses forged cursors holding values no stored row has, as a request error (not an internal one)', async () => {
+    // Found by test/fuzz.test.ts: each of these reached PostgreSQL and failed there.
+    const { client } = await workspaceWithStores(1);
+    const good = (await list(client)).edges[0]!.cursor;
+    const [, createdAt, id] = JSON.parse(Buffer.from(good, 'base64url').toString('utf8')) as [string, string, string];
+    const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const cursor of [
+      encode(['stores', '0000-01-01T00:00:00.000Z', id]),
+      encode(['stores', '+275760-09-13T00:00:00.000Z', id]),
+      encode(['stores', createdAt, 'memstore_\u0000']),
+      encode(['stores', createdAt, '\ud800']),
+    ]) {
+      await expectRequestError(client, { after: cursor }, /is not a cursor of this list/);
+      await expectRequestError(client, { before: cursor }, /is not a cursor of this list/);
+    }
+  });
+
+  it('refuses createdAfter and createdBefore outside years 0001–9999 as a request error', async () => {
+    const client = await server.newWorkspace();
+    for (const instant of ['0000-01-01T00:00:00Z', '9999-12-31T23:59:59-14:00']) {
+      const response = await client.send({ query: 'query($at: DateTime) { memoryStores(createdAfter: $at, createdBefore: $at) { totalCount } }', variables: { at: instant } });
+      expect(response.data ?? null).toBeNull();
+      expect(response.errors?.[0]?.message).toMatch(/outside the supported range/);
+      expect(response.errors?.[0]?.extensions?.code).not.toBe('INTERNAL_SERVER_ERROR');
+    }
+  });
+
+  it('answers a namePrefix no name can have (NUL, a lone surrogate) with an empty list', async () => {
+    const { client } = await workspaceWithStores(1);
+    for (const namePrefix of ['s\u0000', '\ud800']) {
+      const page = await list(client, { namePrefix });
+      expect([page.totalCount, page.edges.length]).toEqual([0, 0]);
+    }
+  });
+
   it('refuses a DateTime without a time zone offset', async () => {
     const client = await server.newWorkspace();
     const response = await client.send({ query: '{ memoryStores(createdAfter: "2026-01-01T00:00:00") { totalCount } }' });

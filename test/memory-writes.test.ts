@@ -323,6 +323,23 @@ describe('memory metadata rules (the seed\'s memory metadata constraints)', () =
     expect(memory.metadata).toEqual({ created_by: 'alice' });
     expect((await memoryRows(server.db, client.workspaceId, storeId))[0]?.metadata).toEqual({ created_by: 'alice' });
   });
+
+  it('takes metadata written inline in the document as well as in variables (create and update)', async () => {
+    // Found by test/fuzz.test.ts: an inline object literal reached the database without a
+    // prototype and failed there, a masked internal error.
+    const { client, storeId } = await workspaceWithStore();
+    const created = await client.send({
+      query: `mutation { createMemory(input: { memoryStoreId: "${storeId}", path: "inline.md", content: "x", metadata: { team: "a", __proto__: "b" } }) { __typename ... on CreateMemorySuccess { memory { id metadata } } } }`,
+    });
+    expect(created.errors).toBeUndefined();
+    expect(created.data.createMemory).toMatchObject({ __typename: 'CreateMemorySuccess', memory: { metadata: { team: 'a', ['__proto__']: 'b' } } });
+    expect(Object.keys(created.data.createMemory.memory.metadata)).toEqual(['team', '__proto__']);
+    const id = created.data.createMemory.memory.id as string;
+    const updated = await client.send({ query: `mutation { updateMemory(input: { id: "${id}", metadata: { team: "c" } }) { __typename ... on UpdateMemorySuccess { memory { metadata } } } }` });
+    expect(updated.errors).toBeUndefined();
+    expect(updated.data.updateMemory).toEqual({ __typename: 'UpdateMemorySuccess', memory: { metadata: { team: 'c' } } });
+    expect((await memoryRows(server.db, client.workspaceId, storeId))[0]?.metadata).toEqual({ team: 'c' });
+  });
 });
 
 describe('updateMemory', () => {

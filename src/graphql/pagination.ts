@@ -1,6 +1,7 @@
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
 import type { KeyValue, Page, PageWindow } from '../domain/pagination.js';
 import { invalidRequest } from './errors.js';
+import { isSupportedInstant } from './scalars.js';
 
 /** The arguments every connection takes (Relay). */
 export interface ConnectionArguments {
@@ -37,16 +38,21 @@ function decodeCursor<Row>(format: CursorFormat<Row>, cursor: string, argument: 
   if (!Array.isArray(parsed) || parsed.length !== format.kinds.length + 1 || parsed[0] !== format.tag) throw refuse();
   return format.kinds.map((kind, index) => {
     const value: unknown = parsed[index + 1];
+    // A forged cursor must fail here, as a bad argument, and never reach the database with a
+    // value no real key can have: such values make PostgreSQL throw (a masked internal error).
     if (kind === 'number') {
-      if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw refuse();
+      // Numeric keys are 32-bit `integer` columns (version sequences) or 0/1 slots.
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < -(2 ** 31) || value > 2 ** 31 - 1) throw refuse();
       return value;
     }
     if (typeof value !== 'string') throw refuse();
     if (kind === 'date') {
       const date = new Date(value);
-      if (Number.isNaN(date.getTime())) throw refuse();
+      if (Number.isNaN(date.getTime()) || !isSupportedInstant(date)) throw refuse();
       return date;
     }
+    // No stored id, path or name holds NUL (PostgreSQL text cannot) or a lone surrogate.
+    if (value.includes('\u0000') || !value.isWellFormed()) throw refuse();
     return value;
   });
 }

@@ -1,4 +1,5 @@
 import { GraphQLError, GraphQLScalarType, Kind, valueFromASTUntyped, type ValueNode } from 'graphql';
+import { EARLIEST_INSTANT_MS, LATEST_INSTANT_MS } from '../domain/limits.js';
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -19,12 +20,24 @@ function parseDateTime(value: unknown): Date {
   ) {
     throw new GraphQLError(`DateTime "${value}" is not a valid date and time.`);
   }
+  if (!isSupportedInstant(date)) {
+    // RFC 3339 allows year 0000, and an offset can carry 9999-12-31 into year 10000: the
+    // database cannot read either, so they are refused here rather than failing there.
+    throw new GraphQLError(`DateTime "${value}" is outside the supported range 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z.`);
+  }
   return date;
+}
+
+/** Whether an instant lies in years 0001–9999 (UTC), the instants the database can compare with. */
+export function isSupportedInstant(date: Date): boolean {
+  const time = date.getTime();
+  return time >= EARLIEST_INSTANT_MS && time <= LATEST_INSTANT_MS;
 }
 
 export const DateTimeScalar = new GraphQLScalarType<Date, string>({
   name: 'DateTime',
-  description: 'An instant in RFC 3339 format, in UTC with millisecond precision on output (e.g. "2026-08-14T10:00:00.000Z"). Inputs may use any offset.',
+  description:
+    'An instant in RFC 3339 format, in UTC with millisecond precision on output (e.g. "2026-08-14T10:00:00.000Z"). Inputs may use any offset, and must fall within the years 0001–9999 in UTC.',
   serialize: (value) => {
     if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new GraphQLError('DateTime cannot represent this value.');
     return value.toISOString();
@@ -70,6 +83,10 @@ export const JSONObjectScalar = new GraphQLScalarType<Record<string, unknown>, R
   parseValue: parseJsonObject,
   parseLiteral: (ast: ValueNode, variables) => {
     if (ast.kind !== Kind.OBJECT) throw new GraphQLError('JSONObject must be an object.');
-    return parseJsonObject(valueFromASTUntyped(ast, variables));
+    // graphql-js builds object literals without a prototype, and drizzle fails on such a
+    // value ("Cannot read properties of null") when it writes it: copy it into a plain
+    // object. Own keys only, so a "__proto__" key stays a key. Nested values need no copy:
+    // metadata values must be strings, and anything else is refused before it is written.
+    return parseJsonObject(Object.fromEntries(Object.entries(valueFromASTUntyped(ast, variables) as object)));
   },
 });

@@ -58,6 +58,10 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
 export function useRequestBodyLimit(maxBytes: number): Plugin {
   return {
     onRequestParse({ request, setRequestParser }) {
+      if (request.method === 'GET') {
+        setRequestParser(parseGetRequest as never);
+        return;
+      }
       if (request.method !== 'POST') return;
       const declared = request.headers.get('content-length');
       if (declared !== null && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
@@ -79,5 +83,28 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
         return body as never;
       });
     },
+  };
+}
+
+/**
+ * GET parameters, like Yoga's own parser, except that `variables` and `extensions` that
+ * are not JSON are a 400 BAD_REQUEST (Yoga lets the SyntaxError through: a masked 500).
+ */
+function parseGetRequest(request: Request) {
+  const parameters = new URL(request.url).searchParams;
+  const json = (name: 'variables' | 'extensions'): unknown => {
+    const text = parameters.get(name);
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw badRequest(`The ${name} parameter is not valid JSON.`);
+    }
+  };
+  return {
+    query: parameters.get('query') || undefined,
+    operationName: parameters.get('operationName') || undefined,
+    variables: json('variables'),
+    extensions: json('extensions'),
   };
 }
