@@ -103,6 +103,13 @@ function lockDataDir(dataDir: string): () => void {
   throw new Error(`Could not take the lock file ${lockPath}`);
 }
 
+/**
+ * Durability on PGlite: every commit writes its WAL to the data dir's files before it is
+ * acknowledged (synchronous_commit stays on: in PGlite's single-user mode nothing would flush
+ * the WAL later), so acknowledged writes survive the process being killed
+ * (test/crash-safety.test.ts). PGlite runs with fsync off, so they do not survive a power
+ * loss or OS crash: that needs PostgreSQL.
+ */
 async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   const inMemory = options.dataDir === IN_MEMORY_DATA_DIR;
   const releaseLock = inMemory ? () => {} : lockDataDir(options.dataDir);

@@ -6,7 +6,8 @@ import { memories, memoryStores, memoryVersions } from '../../src/db/schema.js';
 /**
  * The invariants of API.md §6, checked against the database of one workspace: store
  * counters equal the live memories' count and byte sum, every live memory equals its
- * newest version, and sizes and hashes match the content. Returns what is wrong.
+ * newest version, a memory is gone exactly when its newest version is DELETED, and sizes
+ * and hashes match the content. Returns what is wrong.
  */
 export async function invariantViolations(db: Database, workspaceId: string): Promise<string[]> {
   const problems: string[] = [];
@@ -40,6 +41,16 @@ export async function invariantViolations(db: Database, workspaceId: string): Pr
     }
     if (createHash('sha256').update(memory.content, 'utf8').digest('hex') !== memory.contentSha256) problems.push(`${memory.id}: wrong contentSha256`);
     if (Buffer.byteLength(memory.content, 'utf8') !== memory.contentSizeBytes) problems.push(`${memory.id}: wrong contentSizeBytes`);
+  }
+
+  // A delete is all or nothing too: the row goes exactly when its DELETED version arrives,
+  // and nothing follows a DELETED version (a re-created path gets a new memory id).
+  const liveIds = new Set(live.map((memory) => memory.id));
+  for (const [memoryId, version] of newest) {
+    if (version.operation !== 'deleted' && !liveIds.has(memoryId)) problems.push(`${memoryId}: not live, but its newest version is ${version.operation.toUpperCase()}`);
+  }
+  for (const version of versions) {
+    if (version.operation === 'deleted' && newest.get(version.memoryId) !== version) problems.push(`${version.memoryId}: versions after its DELETED version`);
   }
 
   const sequences = new Map<string, number[]>();
