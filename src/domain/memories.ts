@@ -152,7 +152,9 @@ export async function countMemoriesByStore(
 // ---------------------------------------------------------------------------------------
 // Writes: each is one transaction that first locks the store row. Every memory write of a
 // store therefore runs one after another, which keeps the store's counters, the unique
-// live path and each memory's version sequence exact without retries.
+// live path and each memory's version sequence exact without retries. Once the state is
+// known, a write's statements (memory, version, counters) go out together: postgres.js
+// pipelines them on the transaction's connection, one round trip for all.
 
 /** Locks the store for this transaction; refuses missing and archived stores. */
 async function lockActiveStore(tx: Database, workspaceId: string, memoryStoreId: string): Promise<void> {
@@ -162,7 +164,11 @@ async function lockActiveStore(tx: Database, workspaceId: string, memoryStoreId:
     .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, memoryStoreId)))
     .for('update');
   if (!store) throw storeNotFound(memoryStoreId);
-  if (store.status === 'archived') throw new ConflictError('The memory store is archived: its memories cannot be changed.');
+  assertStoreWritable(store.status);
+}
+
+function assertStoreWritable(status: string): void {
+  if (status === 'archived') throw new ConflictError('The memory store is archived: its memories cannot be changed.');
 }
 
 async function adjustStoreCounters(tx: Database, workspaceId: string, memoryStoreId: string, entries: number, bytes: number): Promise<void> {
@@ -173,14 +179,35 @@ async function adjustStoreCounters(tx: Database, workspaceId: string, memoryStor
     .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, memoryStoreId)));
 }
 
-/** Finds the memory's store, locks it, and reads the memory again under the lock. */
+/**
+ * Locks the memory's store (found through the memory: a memory never changes stores), then
+ * reads the memory under the lock, in a statement of its own: a statement that waited for
+ * the lock would still see the memory as it was before the wait.
+ */
 async function lockMemory(tx: Database, workspaceId: string, id: string): Promise<MemoryRecord> {
-  const [located] = await tx.select({ memoryStoreId: memories.memoryStoreId }).from(memories).where(memoryById(workspaceId, id));
-  if (!located) throw memoryNotFound(id);
-  await lockActiveStore(tx, workspaceId, located.memoryStoreId);
+  const storeOfMemory = tx.select({ memoryStoreId: memories.memoryStoreId }).from(memories).where(memoryById(workspaceId, id));
+  const [store] = await tx
+    .select({ status: memoryStores.status })
+    .from(memoryStores)
+    .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, sql`(${storeOfMemory})`)))
+    .for('update');
+  // The store of an existing memory always exists: no row means no such memory.
+  if (!store) throw memoryNotFound(id);
+  assertStoreWritable(store.status);
   const [memory] = await tx.select().from(memories).where(memoryById(workspaceId, id));
   if (!memory) throw memoryNotFound(id);
   return memory;
+}
+
+/**
+ * Runs a write's statements together (pipelined on PostgreSQL) and waits for all of them,
+ * so that none is left running when the first failure rolls the transaction back.
+ */
+async function together<T extends readonly unknown[]>(statements: { [K in keyof T]: PromiseLike<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(statements as readonly PromiseLike<unknown>[]);
+  const failure = settled.find((outcome) => outcome.status === 'rejected');
+  if (failure) throw (failure as PromiseRejectedResult).reason;
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /**
@@ -209,26 +236,26 @@ async function insertMemoryLocked(
   now: Date,
 ): Promise<MemoryRecord> {
   const contentSizeBytes = Buffer.byteLength(fields.content, 'utf8');
-  const [created] = await tx
-    .insert(memories)
-    .values({
-      workspaceId: writer.workspaceId,
-      id: newId('memory', now.getTime()),
-      memoryStoreId,
-      path: fields.path,
-      content: fields.content,
-      contentSizeBytes,
-      contentSha256: sha256Hex(fields.content),
-      metadata: fields.metadata,
-      versionSequence: 1,
-      createdAt: now,
-      updatedAt: now,
-    })
-    .onConflictDoNothing({ target: [memories.workspaceId, memories.memoryStoreId, memories.path] })
-    .returning();
+  const row = {
+    workspaceId: writer.workspaceId,
+    id: newId('memory', now.getTime()),
+    memoryStoreId,
+    path: fields.path,
+    content: fields.content,
+    contentSizeBytes,
+    contentSha256: sha256Hex(fields.content),
+    metadata: fields.metadata,
+    versionSequence: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
+  // All three go together; a taken path inserts no memory, and the error rolls the other two back.
+  const [[created]] = await together([
+    tx.insert(memories).values(row).onConflictDoNothing({ target: [memories.workspaceId, memories.memoryStoreId, memories.path] }).returning(),
+    tx.insert(memoryVersions).values(versionValuesFor(row, 'created', 1, writer, now)),
+    adjustStoreCounters(tx, writer.workspaceId, memoryStoreId, 1, contentSizeBytes),
+  ] as const);
   if (!created) throw new ConflictError(`A memory already exists at path "${fields.path}" in this store.`);
-  await tx.insert(memoryVersions).values(versionValuesFor(created, 'created', 1, writer, now));
-  await adjustStoreCounters(tx, writer.workspaceId, memoryStoreId, 1, contentSizeBytes);
   return created;
 }
 
@@ -270,21 +297,20 @@ async function updateMemoryLocked(
   const contentSizeBytes = Buffer.byteLength(next.content, 'utf8');
   const updatedAt = versionTime(now, current.updatedAt);
   const sequence = current.versionSequence + 1;
-  const [updated] = await tx
-    .update(memories)
-    .set({
-      path: next.path,
-      content: next.content,
-      contentSizeBytes,
-      contentSha256: next.content === current.content ? current.contentSha256 : sha256Hex(next.content),
-      metadata: next.metadata,
-      versionSequence: sequence,
-      updatedAt,
-    })
-    .where(memoryById(writer.workspaceId, current.id))
-    .returning();
-  await tx.insert(memoryVersions).values(versionValuesFor(updated!, 'updated', sequence, writer, updatedAt));
-  await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, 0, contentSizeBytes - current.contentSizeBytes);
+  const state = {
+    path: next.path,
+    content: next.content,
+    contentSizeBytes,
+    contentSha256: next.content === current.content ? current.contentSha256 : sha256Hex(next.content),
+    metadata: next.metadata,
+    versionSequence: sequence,
+    updatedAt,
+  };
+  const [[updated]] = await together([
+    tx.update(memories).set(state).where(memoryById(writer.workspaceId, current.id)).returning(),
+    tx.insert(memoryVersions).values(versionValuesFor({ ...current, ...state }, 'updated', sequence, writer, updatedAt)),
+    adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, 0, contentSizeBytes - current.contentSizeBytes),
+  ] as const);
   return updated!;
 }
 
@@ -302,14 +328,13 @@ async function deleteMemoryLocked(
   now: Date,
 ): Promise<DeletedMemory> {
   if (expectedContentSha256 !== undefined && expectedContentSha256 !== current.contentSha256) throw preconditionFailed(current.contentSha256);
-  await tx.delete(memories).where(memoryById(writer.workspaceId, current.id));
   const deletedAt = versionTime(now, current.updatedAt);
   // The DELETED version keeps the memory's last state: path, content, size and sha.
-  const [version] = await tx
-    .insert(memoryVersions)
-    .values(versionValuesFor(current, 'deleted', current.versionSequence + 1, writer, deletedAt))
-    .returning();
-  await adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, -1, -current.contentSizeBytes);
+  const [, [version]] = await together([
+    tx.delete(memories).where(memoryById(writer.workspaceId, current.id)),
+    tx.insert(memoryVersions).values(versionValuesFor(current, 'deleted', current.versionSequence + 1, writer, deletedAt)).returning(),
+    adjustStoreCounters(tx, writer.workspaceId, current.memoryStoreId, -1, -current.contentSizeBytes),
+  ] as const);
   return { deletedMemoryId: current.id, version: version! };
 }
 
