@@ -1,0 +1,377 @@
+/**
+ * `npm run bench`: memstore against a hand-written baseline on PostgreSQL (issue #7).
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench -- [options]
+ *
+ *   --duration S      measured seconds per workload and server (10)
+ *   --warmup S        warm-up seconds before each measured run (3)
+ *   --connections N   concurrent connections of the load generator (32)
+ *   --only Q1,W1      run these workloads only (Q1 Q2 Q3 W1 W2)
+ *   --long            also run each workload for 2 minutes: req/s of the first 10 s vs the second minute
+ *   --pglite          also run memstore on the embedded database (PGlite), seeded the same way
+ *   --keep-database   keep database memstore_bench afterwards (dropped by default)
+ *
+ * Creates database memstore_bench next to DATABASE_URL's, migrates and seeds it, checks
+ * once per workload that memstore and the baseline return the same data, counts each
+ * workload's SQL statements through a counting proxy, then measures each server alone.
+ * Writes test/bench/results.md and results.json and prints the table.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import type { Database } from '../../src/db/client.js';
+import * as schema from '../../src/db/schema.js';
+import { BENCH_DATABASE, databaseUrlFor, dropDatabase, migrateAndSeed, recreateDatabase } from './database.js';
+import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, rssBytes, runLoad, startServer, type ServerProcess } from './measure.js';
+import { renderMarkdown, type LongRow, type Results, type Row, type StatementRow } from './report.js';
+import { BENCH_SHAPE, benchInvariantViolations } from './seed.js';
+import { startStatementProxy, type StatementProxy } from './statement-proxy.js';
+import { verifyWorkload } from './verify.js';
+import { createWorkloads, ShaTracker, WORKLOAD_NAMES, type TargetKind, type Workload, type WorkloadName } from './workloads.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '32' },
+    only: { type: 'string' },
+    long: { type: 'boolean', default: false },
+    pglite: { type: 'boolean', default: false },
+    'keep-database': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+if (flags.help) {
+  const source = fs.readFileSync(new URL(import.meta.url), 'utf8');
+  process.stdout.write(`${/\/\*\*([\s\S]*?)\*\//.exec(source)![1]!.replace(/^ \* ?/gm, '')}\n`);
+  process.exit(0);
+}
+
+function positive(name: string, value: string, allowZero = false): number {
+  const number = Number(value);
+  if (!Number.isFinite(number) || number < 0 || (!allowZero && number === 0)) {
+    process.stderr.write(`--${name} must be a ${allowZero ? 'non-negative' : 'positive'} number, not "${value}"\n`);
+    process.exit(2);
+  }
+  return number;
+}
+
+const duration = positive('duration', flags.duration);
+const warmup = positive('warmup', flags.warmup, true);
+const connections = Math.round(positive('connections', flags.connections));
+const selected: WorkloadName[] = flags.only
+  ? flags.only.split(',').map((name) => name.trim().toUpperCase()).filter((name) => name !== '').map((name) => {
+      if (!(WORKLOAD_NAMES as readonly string[]).includes(name)) {
+        process.stderr.write(`--only: unknown workload "${name}" (known: ${WORKLOAD_NAMES.join(', ')})\n`);
+        process.exit(2);
+      }
+      return name as WorkloadName;
+    })
+  : [...WORKLOAD_NAMES];
+// Reads first: the writes change what the reads would return.
+const workloadNames = WORKLOAD_NAMES.filter((name) => selected.includes(name));
+
+const adminUrl = process.env.DATABASE_URL;
+if (!adminUrl) {
+  process.stderr.write('npm run bench needs DATABASE_URL (PostgreSQL), e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench\n');
+  process.exit(2);
+}
+const benchUrl = databaseUrlFor(adminUrl, BENCH_DATABASE);
+
+const LONG_SECONDS = 120;
+const COUNTED_REQUESTS = 20;
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const token = `msk_${Array.from({ length: 40 }, () => BASE62[randomInt(62)]).join('')}`;
+
+const log = (message: string) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+
+const servers: ServerProcess[] = [];
+let proxy: StatementProxy | null = null;
+let probe: postgres.Sql | null = null;
+let pgliteDir: string | null = null;
+
+async function cleanUp(): Promise<void> {
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+  await proxy?.close();
+  proxy = null;
+  await probe?.end({ timeout: 5 });
+  probe = null;
+  if (pgliteDir) fs.rmSync(pgliteDir, { recursive: true, force: true });
+  pgliteDir = null;
+}
+
+process.on('SIGINT', () => {
+  void cleanUp().finally(() => process.exit(130));
+});
+
+function memstoreEnvironment(extra: Record<string, string>): Record<string, string> {
+  return {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    MEMSTORE_RATE_LIMIT_PER_SECOND: '0',
+    MEMSTORE_BOOTSTRAP_KEYS: `bench:${token}`,
+    ...extra,
+  };
+}
+
+async function start(name: string, kind: TargetKind, databaseUrl: string | undefined, core: number | null, dataDir?: string): Promise<ServerProcess> {
+  const server =
+    kind === 'memstore'
+      ? await startServer(name, 'src/server.ts', memstoreEnvironment(databaseUrl ? { DATABASE_URL: databaseUrl } : { MEMSTORE_DATA_DIR: dataDir! }), core)
+      : await startServer(name, 'test/bench/baseline.ts', { DATABASE_URL: databaseUrl! }, core);
+  servers.push(server);
+  return server;
+}
+
+async function stop(server: ServerProcess): Promise<void> {
+  servers.splice(servers.indexOf(server), 1);
+  await server.stop();
+}
+
+async function send(server: ServerProcess, workload: Workload, kind: TargetKind): Promise<boolean> {
+  const spec = workload.next(kind);
+  const response = await fetch(`${server.baseUrl}${spec.path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: spec.body,
+  });
+  return spec.done(response.status, await response.text());
+}
+
+/** The commit the servers run, read when the run starts ("+changes" when src/ differs from it). */
+function currentCommit(): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--', 'src', 'package.json'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return changed ? `${commit}+changes` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  const startedAt = Date.now();
+  const commit = currentCommit();
+  const pinning = pinLoadGenerator();
+  log(`${pinning.note}`);
+  log(`workloads ${workloadNames.join(', ')}; ${duration} s after ${warmup} s warm-up; ${connections} connections${flags.long ? '; --long' : ''}${flags.pglite ? '; --pglite' : ''}`);
+
+  log(`creating database ${BENCH_DATABASE}, migrating and seeding ${BENCH_SHAPE.stores} stores × ${BENCH_SHAPE.memoriesPerStore} memories × ${BENCH_SHAPE.versionsPerMemory} versions`);
+  await recreateDatabase(adminUrl!, BENCH_DATABASE);
+  const seeded = await migrateAndSeed({ databaseUrl: benchUrl, dataDir: 'memory://', token });
+  log(`seeded PostgreSQL in ${seeded.seconds.toFixed(1)} s`);
+
+  probe = postgres(benchUrl, { max: 1, onnotice: () => {} });
+  const probeDb = drizzle({ client: probe, schema }) as unknown as Database;
+  const [{ version: postgresVersion }] = (await probe`select current_setting('server_version') as version`) as unknown as [{ version: string }];
+  const tracker = new ShaTracker();
+  const workloads = createWorkloads(tracker);
+
+  // ---- 1. Same answers, and statements per request (both through the counting proxy) ----
+  const upstream = new URL(benchUrl);
+  proxy = await startStatementProxy(upstream.hostname, Number(upstream.port || 5432));
+  const proxiedUrl = new URL(benchUrl);
+  proxiedUrl.hostname = '127.0.0.1';
+  proxiedUrl.port = String(proxy.port);
+  const countingMemstore = await start('memstore (counting)', 'memstore', proxiedUrl.toString(), pinning.serverCore);
+  const countingBaseline = await start('baseline (counting)', 'baseline', proxiedUrl.toString(), pinning.serverCore);
+  const verification: Record<string, string> = {};
+  const statements: StatementRow[] = [];
+  for (const name of workloadNames) {
+    verification[name] = await verifyWorkload(name, { memstore: countingMemstore.baseUrl, baseline: countingBaseline.baseUrl, token }, probeDb, seeded.apiKeyId);
+    log(`verified ${verification[name]}`);
+    for (const [kind, server] of [['memstore', countingMemstore], ['baseline', countingBaseline]] as const) {
+      const workload = workloads[name];
+      workload.startRun(`count-${kind}-${Date.now().toString(36)}`);
+      if (workload.write) await tracker.load(probeDb);
+      // Warm: connections opened, statements prepared, type catalogue fetched.
+      for (let index = 0; index < 5; index += 1) await send(server, workload, kind);
+      proxy.reset();
+      let failed = 0;
+      for (let index = 0; index < COUNTED_REQUESTS; index += 1) if (!(await send(server, workload, kind))) failed += 1;
+      // Let the last statements' bytes reach the proxy's counters.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const counts = proxy.counts();
+      if (failed > 0) throw new Error(`${name} on ${kind}: ${failed} of ${COUNTED_REQUESTS} counted requests failed`);
+      statements.push({
+        workload: name,
+        target: kind,
+        perRequest: counts.statements / COUNTED_REQUESTS,
+        transactionControlPerRequest: counts.transactionControl / COUNTED_REQUESTS,
+        parsesPerRequest: counts.parses / COUNTED_REQUESTS,
+        roundTripsPerRequest: counts.roundTrips / COUNTED_REQUESTS,
+        byText: [...counts.byText].sort((a, b) => b[1] - a[1]).map(([text, count]) => ({ text, perRequest: count / COUNTED_REQUESTS })),
+      });
+      log(`${name} ${kind}: ${(counts.statements / COUNTED_REQUESTS).toFixed(2)} statements, ${(counts.roundTrips / COUNTED_REQUESTS).toFixed(2)} round trips per request`);
+    }
+  }
+  await stop(countingMemstore);
+  await stop(countingBaseline);
+  await proxy.close();
+  proxy = null;
+
+  // ---- 2. Measured runs, one server loaded at a time ----
+  const memstore = await start('memstore', 'memstore', benchUrl, pinning.serverCore);
+  const baseline = await start('baseline', 'baseline', benchUrl, pinning.serverCore);
+  const rows: Row[] = [];
+  const longRows: LongRow[] = [];
+
+  const backendPids = async () =>
+    (await probe!`select pid from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()`).map(
+      (row) => row.pid as number,
+    );
+
+  const measure = async (server: ServerProcess, kind: TargetKind, workload: Workload, seconds: number, database: 'postgres' | 'pglite') => {
+    const tag = `${kind}-${database}-${seconds}s-${Date.now().toString(36)}`;
+    workload.startRun(tag);
+    if (workload.write && database === 'postgres') await tracker.load(probeDb);
+    if (warmup > 0) await runLoad({ baseUrl: server.baseUrl, token, workload, kind, connections, seconds: warmup });
+    if (workload.write && database === 'postgres') {
+      // autocannon drops the requests in flight when the warm-up ends: their writes commit
+      // but their new shas never reach the tracker. Let them finish, then read the shas again.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await tracker.load(probeDb);
+    }
+    const databasePidsBefore = database === 'postgres' ? await backendPids() : [];
+    const databaseBefore = cpuOf(databasePidsBefore);
+    const serverBefore = cpuOf([server.pid]);
+    const rssStart = rssBytes(server.pid) ?? 0;
+    let rssMax = rssStart;
+    const sampler = setInterval(() => {
+      rssMax = Math.max(rssMax, rssBytes(server.pid) ?? 0);
+    }, 250);
+    const load = await runLoad({ baseUrl: server.baseUrl, token, workload, kind, connections, seconds });
+    clearInterval(sampler);
+    const serverCpu = cpuDelta(serverBefore, cpuOf([server.pid]));
+    const rssEnd = rssBytes(server.pid) ?? 0;
+    rssMax = Math.max(rssMax, rssEnd);
+    const databaseCpu = database === 'postgres' ? cpuDelta(databaseBefore, cpuOf([...new Set([...databasePidsBefore, ...(await backendPids())])])) : null;
+    const requests = Math.max(load.requests, 1);
+    const counted = database === 'postgres' ? statements.find((entry) => entry.workload === workload.name && entry.target === kind) : undefined;
+    return {
+      load,
+      row: {
+        workload: workload.name,
+        target: (database === 'pglite' ? 'memstore-pglite' : kind) as Row['target'],
+        requestsPerSecond: load.requestsPerSecond,
+        p50: load.p50,
+        p99: load.p99,
+        requests: load.requests,
+        failed: load.failed,
+        errors: load.errors,
+        statementsPerRequest: counted?.perRequest ?? null,
+        roundTripsPerRequest: counted?.roundTripsPerRequest ?? null,
+        serverCpuMsPerRequest: serverCpu / requests,
+        databaseCpuMsPerRequest: databaseCpu === null ? null : databaseCpu / requests,
+        maxRssMb: rssMax / 2 ** 20,
+      } satisfies Row,
+      rssStartMb: rssStart / 2 ** 20,
+      rssEndMb: rssEnd / 2 ** 20,
+    };
+  };
+
+  for (const name of workloadNames) {
+    const workload = workloads[name];
+    for (const [kind, server] of [['baseline', baseline], ['memstore', memstore]] as const) {
+      const { row } = await measure(server, kind, workload, duration, 'postgres');
+      rows.push(row);
+      log(`${name} ${kind}: ${row.requestsPerSecond.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${row.serverCpuMsPerRequest.toFixed(2)} CPU ms/req${row.failed + row.errors > 0 ? `, ${row.failed} failed, ${row.errors} errors` : ''}`);
+    }
+    if (flags.long) {
+      for (const [kind, server] of [['baseline', baseline], ['memstore', memstore]] as const) {
+        const { load, rssStartMb, rssEndMb } = await measure(server, kind, workload, LONG_SECONDS, 'postgres');
+        longRows.push(longRow(name, kind, load.perSecond, load.failed + load.errors, rssStartMb, rssEndMb));
+        const last = longRows.at(-1)!;
+        log(`${name} ${kind} (2 min): first 10 s ${last.firstTenSeconds.toFixed(0)} req/s, second minute ${last.secondMinute.toFixed(0)} req/s, RSS ${rssStartMb.toFixed(0)} → ${rssEndMb.toFixed(0)} MB`);
+      }
+    }
+  }
+  await stop(memstore);
+  await stop(baseline);
+  const violations = await benchInvariantViolations(probeDb);
+  if (violations.length > 0) throw new Error(`Invariants broken after the measured runs:\n${violations.join('\n')}`);
+  log('invariants hold after the measured runs (counters exact, every memory equals its newest version)');
+  await probe.end({ timeout: 5 });
+  probe = null;
+
+  // ---- 3. memstore on PGlite (no baseline: the baseline needs PostgreSQL's wire protocol) ----
+  let pgliteSeedSeconds: number | null = null;
+  if (flags.pglite) {
+    pgliteDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memstore-bench-pglite-'));
+    log(`seeding PGlite in ${pgliteDir}`);
+    const pgliteSeed = await migrateAndSeed({ databaseUrl: undefined, dataDir: pgliteDir, token, afterSeed: (db) => tracker.load(db) });
+    pgliteSeedSeconds = pgliteSeed.seconds;
+    log(`seeded PGlite in ${pgliteSeed.seconds.toFixed(1)} s`);
+    const embedded = await start('memstore (PGlite)', 'memstore', undefined, pinning.serverCore, pgliteDir);
+    for (const name of workloadNames) {
+      if (!workloads[name].write) log(`PGlite ${await verifyWorkload(name, { memstore: embedded.baseUrl, token }, null, pgliteSeed.apiKeyId)}`);
+      const { row } = await measure(embedded, 'memstore', workloads[name], duration, 'pglite');
+      rows.push(row);
+      log(`${name} memstore on PGlite: ${row.requestsPerSecond.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.failed + row.errors > 0 ? `, ${row.failed} failed, ${row.errors} errors` : ''}`);
+    }
+    await stop(embedded);
+    fs.rmSync(pgliteDir, { recursive: true, force: true });
+    pgliteDir = null;
+  }
+
+  if (!flags['keep-database']) await dropDatabase(adminUrl!, BENCH_DATABASE);
+
+  const results: Results = {
+    date: new Date(startedAt).toISOString(),
+    commit,
+    node: process.version,
+    postgres: postgresVersion,
+    cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}`,
+    loadAverage: os.loadavg().map((value) => value.toFixed(2)).join(' '),
+    pinning: pinning.note,
+    durationSeconds: duration,
+    warmupSeconds: warmup,
+    connections,
+    shape: BENCH_SHAPE,
+    seedSeconds: seeded.seconds,
+    pgliteSeedSeconds,
+    workloads: workloadNames.map((name) => ({ name, title: workloads[name].title })),
+    verification,
+    statements,
+    rows,
+    longRows,
+    totalSeconds: (Date.now() - startedAt) / 1000,
+  };
+  const markdown = renderMarkdown(results);
+  const directory = path.join(ROOT, 'test', 'bench');
+  fs.writeFileSync(path.join(directory, 'results.md'), markdown);
+  fs.writeFileSync(path.join(directory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`\n${markdown}\n`);
+  log(`done in ${results.totalSeconds.toFixed(0)} s; wrote test/bench/results.md and results.json`);
+}
+
+function longRow(workload: WorkloadName, target: TargetKind, perSecond: number[], failed: number, rssStartMb: number, rssEndMb: number): LongRow {
+  const mean = (values: number[]) => (values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length);
+  return {
+    workload,
+    target,
+    firstTenSeconds: mean(perSecond.slice(0, 10)),
+    secondMinute: mean(perSecond.slice(60, 120)),
+    overall: mean(perSecond.slice(0, LONG_SECONDS)),
+    failed,
+    rssStartMb,
+    rssEndMb,
+  };
+}
+
+main()
+  .catch(async (error: unknown) => {
+    process.stderr.write(`\nbench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    for (const server of servers) process.stderr.write(`\n--- last output of ${server.name} ---\n${server.output().slice(-3000)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    await cleanUp();
+    process.exit();
+  });
