@@ -7,6 +7,7 @@ import type { DatabaseHandle } from './db/client.js';
 import { authenticate } from './domain/api-keys.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
 import { renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
+import { compileRead } from './graphql/compiled-reads.js';
 import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { schema } from './graphql/schema.js';
@@ -31,6 +32,8 @@ export interface AppOptions {
   clock?: () => number;
   /** Serve plain JSON operations on the lean path (default); false sends everything through Yoga (tests compare both). */
   fastPath?: boolean;
+  /** Answer the reads it covers with one compiled SQL statement (default); false leaves every read to the resolvers (tests compare both). */
+  compiledReads?: boolean;
 }
 
 export type App = YogaServerInstance<Record<string, never>, Context>;
@@ -198,6 +201,10 @@ export function createApp(options: AppOptions): App {
         maskError,
         onInternalError: logInternalError,
         adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
+        compileRead:
+          options.compiledReads === false
+            ? undefined
+            : (document, operation, variables, context) => compileRead(schema, document, operation, variables, context.viewer, context.db),
       })]),
       useCsrfPrevention(),
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),

@@ -1,5 +1,5 @@
 import { normalizedExecutor } from '@graphql-tools/executor';
-import { GraphQLError, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { GraphQLError, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { processRegularResult, type Plugin } from 'graphql-yoga';
 import { costError, parseWithLimits, validationRules } from '../graphql/query-limits.js';
 import { selectOperation } from '../graphql/query-cost.js';
@@ -38,6 +38,8 @@ export interface FastPathOptions<Context> {
   onInternalError(request: Request, error: GraphQLError): void;
   /** The request Yoga continues with replaces the original: carry its state (request id, clock). */
   adoptRequest(original: Request, replacement: Request): void;
+  /** One statement that answers the whole query with its `data` as JSON text, or null (graphql/compiled-reads.ts). */
+  compileRead?(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, context: Context): (() => Promise<string>) | null;
 }
 
 /** The media type Yoga would answer a plain result with, or null when it would not use JSON. */
@@ -167,6 +169,16 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
         else timer = setTimeout(timeout, remainingMs);
       });
       try {
+        const compiled = options.compileRead?.(document, selected, operation.variables, context) ?? null;
+        if (compiled) {
+          const answer = controller.signal.aborted ? await timedOut : await Promise.race([compiled(), timedOut]);
+          endResponse(
+            typeof answer === 'string'
+              ? new fetchAPI.Response(`{"data":${answer}}`, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } })
+              : respond(request, answer, mediaType, fetchAPI),
+          );
+          return;
+        }
         const result = controller.signal.aborted
           ? await timedOut
           : await Promise.race([

@@ -1,0 +1,383 @@
+import { sql, type SQL } from 'drizzle-orm';
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
+import { getTableName } from 'drizzle-orm';
+import {
+  getVariableValues,
+  Kind,
+  valueFromASTUntyped,
+  type DocumentNode,
+  type FieldNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import type { Database } from '../db/client.js';
+import { memories, memoryStores, memoryVersions } from '../db/schema.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
+import { MEMORY_LISTS, prefixUpperBound, type MemoryOrder } from '../domain/memories.js';
+import type { KeysetOrdering } from '../domain/pagination.js';
+import { MEMORY_STORE_LIST } from '../domain/stores.js';
+import { VERSIONS_OF_MEMORY } from '../domain/versions.js';
+import type { Viewer } from '../domain/viewer.js';
+
+/**
+ * Reads compiled to one SQL statement that builds the response's JSON in PostgreSQL, as a
+ * hand-written query would: stores, their memories and versions — their plain fields, and
+ * connections paged forward with `first` (`edges { node }`, `pageInfo { hasNextPage
+ * hasPreviousPage }`, `totalCount`). The result is exactly what the resolvers produce for
+ * the same query (test/compiled-reads.test.ts compares the two). Anything else — another
+ * field, a cursor, an argument beyond `first` and the plain filters, a directive, an
+ * IDENTITY key — returns null, and the resolvers answer. No data is cached: every request
+ * reads the database under the caller's workspace.
+ */
+
+/** Thrown inside the compiler for anything it does not cover; the caller falls back. */
+class Unsupported extends Error {}
+
+function unsupported(): never {
+  throw new Unsupported();
+}
+
+/** A SQL expression yielding a JSON value, given the SQL alias of the current row. */
+type FieldCompiler = (row: string, field: FieldNode, compiler: Compiler) => SQL;
+
+interface ObjectSpec {
+  typeName: string;
+  fields: Record<string, FieldCompiler>;
+}
+
+const column = (row: string, target: AnyPgColumn) => sql.raw(`${row}."${target.name}"`);
+const plain = (target: AnyPgColumn): FieldCompiler => (row) => column(row, target);
+const upper = (target: AnyPgColumn): FieldCompiler => (row) => sql`upper(${column(row, target)}::text)`;
+/** DateTime: RFC 3339 in UTC with milliseconds, as Date.prototype.toISOString writes it. */
+const instant = (target: AnyPgColumn): FieldCompiler => (row) =>
+  sql`to_char(${column(row, target)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** `column = value` for the current workspace, as a SQL condition on `row`. */
+const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }, workspaceId: string) => sql`${column(row, table.workspaceId)} = ${workspaceId}`;
+
+interface ConnectionSpec {
+  typeName: string;
+  edgeTypeName: string;
+  table: PgTable & { workspaceId: AnyPgColumn };
+  node: () => ObjectSpec;
+  /** The column that points at the parent row (by the parent's id), or null at the root. */
+  parentColumn: AnyPgColumn | null;
+  /** The order, after checking the field's other arguments; unsupported() for any it cannot take. */
+  ordering(args: Record<string, unknown>): Pick<KeysetOrdering<unknown>, 'columns' | 'direction'>;
+  /** Extra conditions from the field's arguments, on the row alias. */
+  filter?(row: string, args: Record<string, unknown>): SQL | undefined;
+}
+
+/** The requested page size: `first`, or the default. Any other paging argument is unsupported. */
+function pageSize(args: Record<string, unknown>): number {
+  for (const name of ['last', 'after', 'before']) if (args[name] != null) unsupported();
+  const first = args.first ?? DEFAULT_PAGE_SIZE;
+  // Out-of-range sizes are refused by the resolvers, with their message.
+  if (typeof first !== 'number' || !Number.isInteger(first) || first < 0 || first > MAX_PAGE_SIZE) unsupported();
+  return first;
+}
+
+function only(args: Record<string, unknown>, allowed: string[]): void {
+  for (const [name, value] of Object.entries(args)) if (value != null && !allowed.includes(name)) unsupported();
+}
+
+const PAGING = ['first', 'last', 'after', 'before'];
+
+const versionNode: ObjectSpec = {
+  typeName: 'MemoryVersion',
+  fields: {
+    id: plain(memoryVersions.id),
+    memoryStoreId: plain(memoryVersions.memoryStoreId),
+    memoryId: plain(memoryVersions.memoryId),
+    path: plain(memoryVersions.path),
+    content: (row) => sql`case when ${column(row, memoryVersions.redactedAt)} is null then ${column(row, memoryVersions.content)} end`,
+    contentSizeBytes: plain(memoryVersions.contentSizeBytes),
+    contentSha256: plain(memoryVersions.contentSha256),
+    operation: upper(memoryVersions.operation),
+    redacted: (row) => sql`${column(row, memoryVersions.redactedAt)} is not null`,
+    redactedAt: instant(memoryVersions.redactedAt),
+    createdAt: instant(memoryVersions.createdAt),
+  },
+};
+
+const versionsOfMemory: ConnectionSpec = {
+  typeName: 'MemoryVersionConnection',
+  edgeTypeName: 'MemoryVersionEdge',
+  table: memoryVersions,
+  node: () => versionNode,
+  parentColumn: memoryVersions.memoryId,
+  ordering: (args) => {
+    only(args, PAGING);
+    return VERSIONS_OF_MEMORY.ordering;
+  },
+};
+
+const memoryNode: ObjectSpec = {
+  typeName: 'Memory',
+  fields: {
+    id: plain(memories.id),
+    memoryStoreId: plain(memories.memoryStoreId),
+    path: plain(memories.path),
+    content: plain(memories.content),
+    contentSizeBytes: plain(memories.contentSizeBytes),
+    contentSha256: plain(memories.contentSha256),
+    metadata: plain(memories.metadata),
+    createdAt: instant(memories.createdAt),
+    updatedAt: instant(memories.updatedAt),
+    versions: (row, field, compiler) => compiler.connection(versionsOfMemory, field, row),
+  },
+};
+
+const memoriesOfStore: ConnectionSpec = {
+  typeName: 'MemoryConnection',
+  edgeTypeName: 'MemoryEdge',
+  table: memories,
+  node: () => memoryNode,
+  parentColumn: memories.memoryStoreId,
+  ordering: (args) => {
+    only(args, [...PAGING, 'orderBy', 'pathPrefix']);
+    const order = (args.orderBy ?? 'PATH_ASC') as MemoryOrder;
+    if (!(order in MEMORY_LISTS)) unsupported();
+    return MEMORY_LISTS[order].ordering;
+  },
+  filter: (row, args) => {
+    const prefix = args.pathPrefix;
+    if (prefix == null || prefix === '') return undefined;
+    if (typeof prefix !== 'string') unsupported();
+    // As pathPrefixFilter: a prefix no path can have matches nothing.
+    if (!prefix.isWellFormed() || prefix.includes('\u0000')) return sql`false`;
+    const path = column(row, memories.path);
+    const bound = prefixUpperBound(prefix);
+    return bound === null ? sql`${path} >= ${prefix}` : sql`${path} >= ${prefix} and ${path} < ${bound}`;
+  },
+};
+
+const storeNode: ObjectSpec = {
+  typeName: 'MemoryStore',
+  fields: {
+    id: plain(memoryStores.id),
+    name: plain(memoryStores.name),
+    description: plain(memoryStores.description),
+    status: upper(memoryStores.status),
+    entryCount: plain(memoryStores.entryCount),
+    totalSize: plain(memoryStores.totalSize),
+    metadata: plain(memoryStores.metadata),
+    systemManaged: plain(memoryStores.systemManaged),
+    identityId: plain(memoryStores.identityId),
+    createdAt: instant(memoryStores.createdAt),
+    updatedAt: instant(memoryStores.updatedAt),
+    archivedAt: instant(memoryStores.archivedAt),
+    memories: (row, field, compiler) => compiler.connection(memoriesOfStore, field, row),
+  },
+};
+
+const allStores: ConnectionSpec = {
+  typeName: 'MemoryStoreConnection',
+  edgeTypeName: 'MemoryStoreEdge',
+  table: memoryStores,
+  node: () => storeNode,
+  parentColumn: null,
+  ordering: (args) => {
+    only(args, PAGING);
+    return MEMORY_STORE_LIST.ordering;
+  },
+};
+
+/** `json_build_object` takes at most 100 arguments: 50 keys. */
+const MAX_KEYS_PER_OBJECT = 50;
+
+class Compiler {
+  private aliases = 0;
+
+  constructor(
+    private readonly document: DocumentNode,
+    private readonly variables: Record<string, unknown>,
+    private readonly workspaceId: string,
+  ) {}
+
+  /** The fields of a selection set on `typeName`, by response key; fragments of that very type are inlined. */
+  fields(selectionSet: SelectionSetNode | undefined, typeName: string, into = new Map<string, FieldNode>()): Map<string, FieldNode> {
+    if (!selectionSet) unsupported();
+    for (const selection of selectionSet.selections) {
+      if (selection.directives?.length) unsupported();
+      if (selection.kind === Kind.FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        // The same key twice must be merged as GraphQL does: left to the resolvers.
+        if (into.has(key)) unsupported();
+        into.set(key, selection);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        if (selection.typeCondition && selection.typeCondition.name.value !== typeName) unsupported();
+        this.fields(selection.selectionSet, typeName, into);
+      } else {
+        const fragment = this.document.definitions.find(
+          (definition) => definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === selection.name.value,
+        );
+        if (!fragment || fragment.kind !== Kind.FRAGMENT_DEFINITION || fragment.typeCondition.name.value !== typeName || fragment.directives?.length) {
+          unsupported();
+        }
+        this.fields(fragment.selectionSet, typeName, into);
+      }
+    }
+    if (into.size > MAX_KEYS_PER_OBJECT) unsupported();
+    return into;
+  }
+
+  arguments(field: FieldNode): Record<string, unknown> {
+    const args: Record<string, unknown> = {};
+    for (const argument of field.arguments ?? []) args[argument.name.value] = valueFromASTUntyped(argument.value, this.variables);
+    return args;
+  }
+
+  object(spec: ObjectSpec, row: string, selectionSet: SelectionSetNode | undefined): SQL {
+    const parts: SQL[] = [];
+    for (const [key, field] of this.fields(selectionSet, spec.typeName)) {
+      const name = field.name.value;
+      let value: SQL;
+      if (name === '__typename') value = sql`${spec.typeName}::text`;
+      else {
+        const compile = spec.fields[name];
+        if (!compile) unsupported();
+        // Plain fields take no arguments.
+        if (field.arguments?.length && !(name === 'memories' || name === 'versions')) unsupported();
+        if (!field.selectionSet !== !(name === 'memories' || name === 'versions')) unsupported();
+        value = compile(row, field, this);
+      }
+      parts.push(sql`${key}::text, ${value}`);
+    }
+    return sql`json_build_object(${sql.join(parts, sql`, `)})`;
+  }
+
+  /** A connection page: the rows of `spec` (under the parent row, if any), forward from the start. */
+  connection(spec: ConnectionSpec, field: FieldNode, parentRow: string | null): SQL {
+    const args = this.arguments(field);
+    const size = pageSize(args);
+    const ordering = spec.ordering(args);
+    const inner = `r${(this.aliases += 1)}`;
+    const page = `p${this.aliases}`;
+    const orderBy = (row: string) =>
+      sql.raw(ordering.columns.map((target) => `${row}."${(target as AnyPgColumn).name}" ${ordering.direction}`).join(', '));
+    const conditions = (row: string) => {
+      const parts = [inWorkspace(row, spec.table, this.workspaceId)];
+      if (spec.parentColumn) parts.push(sql`${column(row, spec.parentColumn)} = ${sql.raw(`${parentRow}."id"`)}`);
+      const extra = spec.filter?.(row, args);
+      if (extra) parts.push(extra);
+      return sql.join(parts, sql` and `);
+    };
+    const table = sql.raw(`"${getTableName(spec.table)}"`);
+
+    const parts: SQL[] = [];
+    let usesPage = false;
+    for (const [key, connectionField] of this.fields(field.selectionSet, spec.typeName)) {
+      const name = connectionField.name.value;
+      let value: SQL;
+      if (connectionField.arguments?.length) unsupported();
+      if (name === '__typename') value = sql`${spec.typeName}::text`;
+      else if (name === 'totalCount') {
+        const counted = `c${(this.aliases += 1)}`;
+        value = sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
+      } else if (name === 'pageInfo') {
+        usesPage = true;
+        const info: SQL[] = [];
+        for (const [infoKey, infoField] of this.fields(connectionField.selectionSet, 'PageInfo')) {
+          const infoName = infoField.name.value;
+          if (infoField.arguments?.length) unsupported();
+          const infoValue =
+            infoName === 'hasNextPage'
+              ? sql`count(*) > ${size}`
+              : infoName === 'hasPreviousPage'
+                ? sql`false`
+                : infoName === '__typename'
+                  ? sql`'PageInfo'::text`
+                  : unsupported();
+          info.push(sql`${infoKey}::text, ${infoValue}`);
+        }
+        value = sql`json_build_object(${sql.join(info, sql`, `)})`;
+      } else if (name === 'edges') {
+        usesPage = true;
+        const edge: SQL[] = [];
+        for (const [edgeKey, edgeField] of this.fields(connectionField.selectionSet, spec.edgeTypeName)) {
+          const edgeName = edgeField.name.value;
+          if (edgeField.arguments?.length) unsupported();
+          const edgeValue =
+            edgeName === 'node'
+              ? this.object(spec.node(), page, edgeField.selectionSet)
+              : edgeName === '__typename'
+                ? sql`${spec.edgeTypeName}::text`
+                : unsupported();
+          edge.push(sql`${edgeKey}::text, ${edgeValue}`);
+        }
+        value = sql`coalesce(json_agg(json_build_object(${sql.join(edge, sql`, `)}) order by ${sql.raw(`${page}.page_position`)}) filter (where ${sql.raw(`${page}.page_position`)} <= ${size}), '[]'::json)`;
+      } else unsupported();
+      parts.push(sql`${key}::text, ${value}`);
+    }
+    const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
+    // Without edges or pageInfo there are no rows to read: only counts and names.
+    if (!usesPage) return sql`(select ${object})`;
+    // The page plus one row (to know whether more follow), numbered in list order.
+    return sql`(select ${object} from (
+      select ${sql.raw(inner)}.*, row_number() over (order by ${orderBy(inner)}) as page_position
+      from (select * from ${table} ${sql.raw(inner)} where ${conditions(inner)} order by ${orderBy(inner)} limit ${size + 1}) ${sql.raw(inner)}
+    ) ${sql.raw(page)})`;
+  }
+
+  /** One object by id, or JSON null. */
+  single(spec: ObjectSpec, table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn }, field: FieldNode): SQL {
+    const args = this.arguments(field);
+    only(args, ['id']);
+    if (typeof args.id !== 'string') unsupported();
+    const row = `o${(this.aliases += 1)}`;
+    return sql`(select ${this.object(spec, row, field.selectionSet)} from ${sql.raw(`"${getTableName(table)}" ${row}`)}
+      where ${inWorkspace(row, table, this.workspaceId)} and ${column(row, table.id)} = ${args.id})`;
+  }
+
+  root(operation: OperationDefinitionNode): SQL {
+    const parts: SQL[] = [];
+    for (const [key, field] of this.fields(operation.selectionSet, 'Query')) {
+      const name = field.name.value;
+      const value =
+        name === 'memoryStores'
+          ? this.connection(allStores, field, null)
+          : name === 'memoryStore'
+            ? this.single(storeNode, memoryStores, field)
+            : name === 'memory'
+              ? this.single(memoryNode, memories, field)
+              : name === '__typename'
+                ? sql`'Query'::text`
+                : unsupported();
+      parts.push(sql`${key}::text, ${value}`);
+    }
+    return sql`select json_build_object(${sql.join(parts, sql`, `)})::text as data`;
+  }
+}
+
+export type CompiledRead = () => Promise<string>;
+
+/**
+ * The statement that answers this query, or null when the resolvers must. The promise
+ * resolves to the response's `data` as JSON text.
+ */
+export function compileRead(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | undefined,
+  viewer: Viewer,
+  db: Database,
+): CompiledRead | null {
+  if (operation.operation !== 'query' || viewer.kind !== 'admin' || operation.directives?.length) return null;
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
+  if (coerced.errors) return null;
+  let statement: SQL;
+  try {
+    statement = new Compiler(document, coerced.coerced, viewer.workspaceId).root(operation);
+  } catch (error) {
+    if (error instanceof Unsupported) return null;
+    throw error;
+  }
+  return async () => {
+    const result = (await db.execute(statement)) as unknown as { data: string }[] | { rows: { data: string }[] };
+    const rows = Array.isArray(result) ? result : result.rows;
+    return rows[0]!.data;
+  };
+}

@@ -1,0 +1,155 @@
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.js';
+import { countStatements } from '../src/db/statement-count.js';
+import { archiveStore, createMemory, createStore, deleteMemory, newPair, startSession, updateMemory } from './support/builders.js';
+import { TestClient, useTestServer } from './support/server.js';
+
+const server = useTestServer();
+
+/** The same workspace through compiled reads and through the resolvers alone. */
+interface Both {
+  compiled: TestClient;
+  resolvers: TestClient;
+  storeIds: string[];
+  memoryIds: string[];
+}
+
+let both: Both;
+
+beforeAll(async () => {
+  const admin = await server.newWorkspace();
+  const resolvers = new TestClient(
+    createApp({ config: { nodeEnv: 'test', graphiql: false }, database: server.database.handle, compiledReads: false }),
+    admin.token,
+    admin.workspaceId,
+  );
+  const odd = await createStore(admin, { name: 'Odd "quotes" \\ and ünïcödé 🚀', description: 'line one\nline two\ttab', metadata: { 'key "q"': 'välue\\', emoji: '😀' } });
+  const plain = await createStore(admin, { name: 'plain' });
+  const archived = await createStore(admin, { name: 'archived later' });
+  const memoryIds: string[] = [];
+  const paths = ['a.md', 'a/b.md', 'a_b.md', 'B.md', 'notes/ü.md', 'notes/"quoted".md', 'notes/😀.md', 'z/deep/path/file.md'];
+  for (const [index, path] of paths.entries()) {
+    const memory = await createMemory(admin, odd.id, { path, content: `content ${index}\n"quoted" \\ 😀 ${'x'.repeat(index * 100)}`, metadata: { index: String(index) } });
+    memoryIds.push(memory.id);
+    if (index % 2 === 0) await updateMemory(admin, { id: memory.id, content: `updated ${index} ✓`, expectedContentSha256: memory.contentSha256 });
+  }
+  for (let index = 0; index < 25; index += 1) await createMemory(admin, plain.id, { path: `bulk/${String(index).padStart(3, '0')}.md` });
+  const doomed = await createMemory(admin, archived.id, { path: 'doomed.md' });
+  await deleteMemory(admin, doomed.id);
+  await createMemory(admin, archived.id, { path: 'kept.md' });
+  await archiveStore(admin, archived.id);
+  // A redacted version.
+  const versions = await admin.send({ query: 'query ($id: ID!) { memory(id: $id) { versions(first: 1) { edges { node { id } } } } }', variables: { id: memoryIds[0] } });
+  const redacted = await admin.send({
+    query: 'mutation ($id: ID!) { redactMemoryVersion(input: { id: $id }) { __typename } }',
+    variables: { id: versions.data.memory.versions.edges[0].node.id },
+  });
+  expect(redacted.data.redactMemoryVersion.__typename).toBe('RedactMemoryVersionSuccess');
+  // A system-managed default store.
+  await startSession(admin, newPair());
+  // Another workspace's data must never show.
+  const other = await server.newWorkspace();
+  const foreign = await createStore(other, { name: 'foreign' });
+  await createMemory(other, foreign.id, { path: 'a.md' });
+  both = { compiled: admin, resolvers, storeIds: [odd.id, plain.id, archived.id, foreign.id], memoryIds: [...memoryIds, doomed.id] };
+});
+
+const STORE_FIELDS = 'id name description status entryCount totalSize metadata systemManaged identityId createdAt updatedAt archivedAt __typename';
+const MEMORY_FIELDS = 'id memoryStoreId path content contentSizeBytes contentSha256 metadata createdAt updatedAt __typename';
+const VERSION_FIELDS = 'id memoryStoreId memoryId path content contentSizeBytes contentSha256 operation redacted redactedAt createdAt __typename';
+
+async function expectSameAnswer(query: string, variables?: Record<string, unknown>, compiledStatements?: number) {
+  const { result: compiled, statements } = await countStatements(() => both.compiled.send({ query, variables }));
+  const resolvers = await both.resolvers.send({ query, variables });
+  expect(compiled.status).toBe(resolvers.status);
+  expect({ data: compiled.data, errors: compiled.errors }).toEqual({ data: resolvers.data, errors: resolvers.errors });
+  if (compiledStatements !== undefined) expect(statements, query).toBe(compiledStatements);
+  return compiled;
+}
+
+describe('reads compiled to one SQL statement', () => {
+  it('answer the dashboard with every plain field exactly as the resolvers do, in one statement after authentication', async () => {
+    const query = `query ($stores: Int, $memories: Int, $versions: Int) {
+      memoryStores(first: $stores) { __typename totalCount pageInfo { hasNextPage hasPreviousPage __typename }
+        edges { __typename node { ${STORE_FIELDS}
+          memories(first: $memories) { totalCount pageInfo { hasNextPage } edges { node { ${MEMORY_FIELDS}
+            versions(first: $versions) { totalCount pageInfo { hasPreviousPage hasNextPage } edges { node { ${VERSION_FIELDS} } } } } } } } } } }`;
+    const answer = await expectSameAnswer(query, { stores: 5, memories: 10, versions: 3 }, 2);
+    expect(answer.data.memoryStores.totalCount).toBe(4);
+    await expectSameAnswer(query, { stores: 2, memories: 30, versions: 1 }, 2);
+    await expectSameAnswer(query, { stores: 0, memories: 0, versions: 0 }, 2);
+    await expectSameAnswer('{ memoryStores { totalCount edges { node { id memories { totalCount edges { node { path } } } } } } }', undefined, 2);
+  });
+
+  it('answer memory(id:) and memoryStore(id:) as the resolvers do: found, missing, another workspace\'s, another kind\'s', async () => {
+    const query = `query ($memory: ID!, $store: ID!) { memory(id: $memory) { ${MEMORY_FIELDS} versions { edges { node { ${VERSION_FIELDS} } } } }
+      store: memoryStore(id: $store) { ${STORE_FIELDS} memories(first: 3) { edges { node { path } } } } }`;
+    for (const memory of [...both.memoryIds, 'mem_missing', both.storeIds[0]!]) {
+      for (const store of [...both.storeIds, 'memstore_missing', both.memoryIds[0]!]) {
+        await expectSameAnswer(query, { memory, store }, 2);
+      }
+    }
+  });
+
+  it('filter by path prefix and order memories every way, with the same pages', async () => {
+    const query = `query ($store: ID!, $prefix: String, $order: MemoryOrder!, $first: Int) {
+      memoryStore(id: $store) { memories(first: $first, pathPrefix: $prefix, orderBy: $order) { totalCount pageInfo { hasNextPage } edges { node { path } } } } }`;
+    for (const prefix of [null, '', 'a', 'a/', 'notes/', 'notes/\u{1F600}', 'B', 'b', 'zz', '\u0000', '\uD800', '\u{10FFFF}']) {
+      for (const order of ['PATH_ASC', 'PATH_DESC', 'UPDATED_AT_DESC', 'CREATED_AT_DESC']) {
+        await expectSameAnswer(query, { store: both.storeIds[0], prefix, order, first: 4 }, 2);
+      }
+    }
+  });
+
+  it('keep aliases, fragments of the same type and field order', async () => {
+    await expectSameAnswer(
+      `query { b: memoryStores(first: 2) { ...Page } a: memoryStores(first: 1) { count: totalCount } }
+       fragment Page on MemoryStoreConnection { edges { node { ... on MemoryStore { n: name id } ...Store } } }
+       fragment Store on MemoryStore { entryCount first: memories(first: 1) { edges { node { path } } } }`,
+      undefined,
+      2,
+    );
+  });
+
+  it('leave everything else to the resolvers, with the same answers: cursors, other fields, arguments, directives', async () => {
+    for (const query of [
+      '{ memoryStores(first: 2) { edges { cursor node { id } } pageInfo { endCursor } } }',
+      '{ memoryStores(first: 2, status: ACTIVE) { edges { node { id } } } }',
+      '{ memoryStores(last: 2) { edges { node { id } } } }',
+      '{ memoryStores(first: 2) { edges { node { id bindingInfo { identityTemplateCount } } } } }',
+      '{ memoryStores(first: 2) { edges { node { memories { edges { node { latestVersion { id } } } } } } } }',
+      '{ memoryStores(first: 2) { edges { node { id @include(if: true) } } } }',
+      '{ memoryStores(first: 101) { totalCount } }',
+      '{ memoryStores(first: 2) { edges { node { ... on Node { id } } } } }',
+    ]) {
+      // Only PostgreSQL's JSON has spaces around colons: the resolvers answered.
+      const response = await server.app.fetch('http://memstore.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${both.compiled.token}` },
+        body: JSON.stringify({ query }),
+      });
+      expect(await response.text(), query).not.toContain('" : ');
+      await expectSameAnswer(query);
+    }
+  });
+
+  it('agree with the resolvers on random page sizes and prefixes (property)', async () => {
+    const query = `query ($stores: Int, $memories: Int, $versions: Int, $prefix: String) {
+      memoryStores(first: $stores) { totalCount pageInfo { hasNextPage } edges { node { id entryCount
+        memories(first: $memories, pathPrefix: $prefix) { totalCount pageInfo { hasNextPage } edges { node { path contentSha256
+          versions(first: $versions) { pageInfo { hasNextPage } edges { node { operation contentSizeBytes } } } } } } } } } }`;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 6 }),
+        fc.integer({ min: 0, max: 30 }),
+        fc.integer({ min: 0, max: 4 }),
+        fc.constantFrom(null, 'a', 'notes/', 'bulk/00', 'bulk/01', 'x'),
+        async (stores, memories, versions, prefix) => {
+          await expectSameAnswer(query, { stores, memories, versions, prefix }, 2);
+        },
+      ),
+      { numRuns: 40, seed: 20261201 },
+    );
+  });
+});
