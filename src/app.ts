@@ -24,7 +24,8 @@ export interface AppOptions {
    * no rate limit, DEFAULT_REQUEST_TIMEOUT_MS.
    */
   config: Pick<Config, 'nodeEnv' | 'graphiql'> & Partial<Pick<Config, 'introspection' | 'rateLimit' | 'requestTimeoutMs'>>;
-  database: Pick<DatabaseHandle, 'db' | 'ping'>;
+  /** `run` is needed for compiled reads: without it every read goes to the resolvers. */
+  database: Pick<DatabaseHandle, 'db' | 'ping'> & Partial<Pick<DatabaseHandle, 'run'>>;
   logger?: Logger;
   /** Pre-filled in GraphiQL's Authorization header (development only). */
   developmentKey?: string | null;
@@ -202,9 +203,9 @@ export function createApp(options: AppOptions): App {
         onInternalError: logInternalError,
         adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
         compileRead:
-          options.compiledReads === false
+          options.compiledReads === false || !database.run
             ? undefined
-            : (document, operation, variables, context) => compileRead(schema, document, operation, variables, context.viewer, context.db),
+            : (document, operation, variables, context) => compileRead(schema, document, operation, variables, context.viewer, database.run!),
       })]),
       useCsrfPrevention(),
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),

@@ -16,8 +16,13 @@ import { recordStatement } from './statement-count.js';
 /** A database handle or an open transaction: domain functions accept either. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 
+/** Runs one statement given as text and `$n` parameters; resolves with its rows. */
+export type RunStatement = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>;
+
 export interface DatabaseHandle {
   db: Database;
+  /** One statement outside drizzle, for statements built on every request (prepared on PostgreSQL). */
+  run: RunStatement;
   kind: 'pglite' | 'postgres';
   /** Resolves when the database answers a trivial query (for /readyz). */
   ping(): Promise<void>;
@@ -140,6 +145,10 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   }
   return {
     db,
+    run: async (text, params) => {
+      recordStatement(text, params);
+      return (await client.query<Record<string, unknown>>(text, params)).rows;
+    },
     kind: 'pglite',
     ping: async () => {
       await client.query('select 1');
@@ -199,6 +208,10 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   let closed = false;
   return {
     db,
+    run: async (text, params) => {
+      recordStatement(text, params);
+      return client.unsafe(text, params as never[]);
+    },
     kind: 'postgres',
     ping: async () => {
       await client`select 1`;

@@ -36,13 +36,23 @@ export function hashToken(token: string): string {
 }
 
 /** The viewer behind a token, or null when the token is malformed, unknown or revoked. */
-export async function authenticate(db: Database, token: string): Promise<Viewer | null> {
-  if (!TOKEN_PATTERN.test(token)) return null;
-  const [key] = await db
+/** The key lookup every request makes, built once per database handle (it runs on every request). */
+const keyLookups = new WeakMap<Database, ReturnType<typeof prepareKeyLookup>>();
+
+function prepareKeyLookup(db: Database) {
+  return db
     .select({ workspaceId: apiKeys.workspaceId, id: apiKeys.id, kind: apiKeys.kind, identityId: apiKeys.identityId })
     .from(apiKeys)
-    .where(and(eq(apiKeys.tokenSha256, hashToken(token)), isNull(apiKeys.revokedAt)))
-    .limit(1);
+    .where(and(eq(apiKeys.tokenSha256, sql.placeholder('tokenSha256')), isNull(apiKeys.revokedAt)))
+    .limit(1)
+    .prepare('authenticate');
+}
+
+export async function authenticate(db: Database, token: string): Promise<Viewer | null> {
+  if (!TOKEN_PATTERN.test(token)) return null;
+  let lookup = keyLookups.get(db);
+  if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(db)));
+  const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
   return key ? { workspaceId: key.workspaceId, apiKeyId: key.id, kind: key.kind, identityId: key.identityId } : null;
 }
 

@@ -1,6 +1,5 @@
-import { sql, type SQL } from 'drizzle-orm';
-import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { getTableName } from 'drizzle-orm';
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import {
   getVariableValues,
   Kind,
@@ -11,8 +10,9 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import type { Database } from '../db/client.js';
+import type { RunStatement } from '../db/client.js';
 import { memories, memoryStores, memoryVersions } from '../db/schema.js';
+import { sql, type Statement as SQL } from '../db/statement.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
 import { MEMORY_LISTS, prefixUpperBound, type MemoryOrder } from '../domain/memories.js';
 import type { KeysetOrdering } from '../domain/pagination.js';
@@ -363,7 +363,7 @@ export function compileRead(
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   viewer: Viewer,
-  db: Database,
+  run: RunStatement,
 ): CompiledRead | null {
   if (operation.operation !== 'query' || viewer.kind !== 'admin' || operation.directives?.length) return null;
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
@@ -375,9 +375,9 @@ export function compileRead(
     if (error instanceof Unsupported) return null;
     throw error;
   }
+  const { text, params } = statement.toQuery();
   return async () => {
-    const result = (await db.execute(statement)) as unknown as { data: string }[] | { rows: { data: string }[] };
-    const rows = Array.isArray(result) ? result : result.rows;
-    return rows[0]!.data;
+    const rows = await run(text, params);
+    return rows[0]!.data as string;
   };
 }
