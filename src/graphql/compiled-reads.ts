@@ -1,4 +1,4 @@
-import { getTableName } from 'drizzle-orm';
+import { getTableColumns, getTableName } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import {
   getVariableValues,
@@ -52,6 +52,16 @@ const upper = (target: AnyPgColumn): FieldCompiler => (row) => sql`upper(${colum
 /** DateTime: RFC 3339 in UTC with milliseconds, as Date.prototype.toISOString writes it. */
 const instant = (target: AnyPgColumn): FieldCompiler => (row) =>
   sql`to_char(${column(row, target)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * A GraphQL name (a response key or type name) as a SQL string literal. Names match
+ * [_A-Za-z][_0-9A-Za-z]*, so they need no escaping; written inline rather than as
+ * parameters, they cost nothing per row.
+ */
+function literalName(text: string): SQL {
+  if (!/^[_A-Za-z][_0-9A-Za-z]*$/.test(text)) unsupported();
+  return sql.raw(`'${text}'::text`);
+}
 
 /** `column = value` for the current workspace, as a SQL condition on `row`. */
 const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }, workspaceId: string) => sql`${column(row, table.workspaceId)} = ${workspaceId}`;
@@ -234,7 +244,7 @@ class Compiler {
     for (const [key, field] of this.fields(selectionSet, spec.typeName)) {
       const name = field.name.value;
       let value: SQL;
-      if (name === '__typename') value = sql`${spec.typeName}::text`;
+      if (name === '__typename') value = literalName(spec.typeName);
       else {
         const compile = spec.fields[name];
         if (!compile) unsupported();
@@ -243,7 +253,7 @@ class Compiler {
         if (!field.selectionSet !== !(name === 'memories' || name === 'versions')) unsupported();
         value = compile(row, field, this);
       }
-      parts.push(sql`${key}::text, ${value}`);
+      parts.push(sql`${literalName(key)}, ${value}`);
     }
     return sql`json_build_object(${sql.join(parts, sql`, `)})`;
   }
@@ -265,14 +275,21 @@ class Compiler {
       return sql.join(parts, sql` and `);
     };
     const table = sql.raw(`"${getTableName(spec.table)}"`);
+    // Only the columns the answer needs travel through the page's subqueries: content (up to
+    // 100 KiB a row) only when it is selected.
+    const columns = Object.values(getTableColumns(spec.table))
+      .filter((target) => target.name !== 'content' || this.selectsContent(field, spec))
+      .map((target) => `"${target.name}"`);
 
     const parts: SQL[] = [];
     let usesPage = false;
+    const selected = [...this.fields(field.selectionSet, spec.typeName).values()];
+    const withPageInfo = selected.some((selection) => selection.name.value === 'pageInfo');
     for (const [key, connectionField] of this.fields(field.selectionSet, spec.typeName)) {
       const name = connectionField.name.value;
       let value: SQL;
       if (connectionField.arguments?.length) unsupported();
-      if (name === '__typename') value = sql`${spec.typeName}::text`;
+      if (name === '__typename') value = literalName(spec.typeName);
       else if (name === 'totalCount') {
         const counted = `c${(this.aliases += 1)}`;
         value = sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
@@ -288,9 +305,9 @@ class Compiler {
               : infoName === 'hasPreviousPage'
                 ? sql`false`
                 : infoName === '__typename'
-                  ? sql`'PageInfo'::text`
+                  ? literalName('PageInfo')
                   : unsupported();
-          info.push(sql`${infoKey}::text, ${infoValue}`);
+          info.push(sql`${literalName(infoKey)}, ${infoValue}`);
         }
         value = sql`json_build_object(${sql.join(info, sql`, `)})`;
       } else if (name === 'edges') {
@@ -303,22 +320,42 @@ class Compiler {
             edgeName === 'node'
               ? this.object(spec.node(), page, edgeField.selectionSet)
               : edgeName === '__typename'
-                ? sql`${spec.edgeTypeName}::text`
+                ? literalName(spec.edgeTypeName)
                 : unsupported();
-          edge.push(sql`${edgeKey}::text, ${edgeValue}`);
+          edge.push(sql`${literalName(edgeKey)}, ${edgeValue}`);
         }
-        value = sql`coalesce(json_agg(json_build_object(${sql.join(edge, sql`, `)}) order by ${sql.raw(`${page}.page_position`)}) filter (where ${sql.raw(`${page}.page_position`)} <= ${size}), '[]'::json)`;
+        const edges = sql`json_agg(json_build_object(${sql.join(edge, sql`, `)}) order by ${orderBy(page)})`;
+        // With pageInfo the page holds one row more than it shows (see below).
+        value = sql`coalesce(${edges} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}, '[]'::json)`;
       } else unsupported();
-      parts.push(sql`${key}::text, ${value}`);
+      parts.push(sql`${literalName(key)}, ${value}`);
     }
     const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
     // Without edges or pageInfo there are no rows to read: only counts and names.
     if (!usesPage) return sql`(select ${object})`;
+    const columnList = sql.raw(columns.map((name) => `${inner}.${name}`).join(', '));
+    if (!withPageInfo) {
+      return sql`(select ${object} from (select ${columnList} from ${table} ${sql.raw(inner)}
+        where ${conditions(inner)} order by ${orderBy(inner)} limit ${size}) ${sql.raw(page)})`;
+    }
     // The page plus one row (to know whether more follow), numbered in list order.
     return sql`(select ${object} from (
-      select ${sql.raw(inner)}.*, row_number() over (order by ${orderBy(inner)}) as page_position
-      from (select * from ${table} ${sql.raw(inner)} where ${conditions(inner)} order by ${orderBy(inner)} limit ${size + 1}) ${sql.raw(inner)}
+      select ${sql.raw(columns.map((name) => `${inner}.${name}`).join(', '))}, row_number() over (order by ${orderBy(inner)}) as page_position
+      from (select ${sql.raw(columns.map((name) => `${inner}.${name}`).join(', '))} from ${table} ${sql.raw(inner)}
+        where ${conditions(inner)} order by ${orderBy(inner)} limit ${size + 1}) ${sql.raw(inner)}
     ) ${sql.raw(page)})`;
+  }
+
+  /** Whether the connection's `edges { node { content } }` is selected (under any alias). */
+  private selectsContent(field: FieldNode, spec: ConnectionSpec): boolean {
+    for (const edges of this.fields(field.selectionSet, spec.typeName).values()) {
+      if (edges.name.value !== 'edges') continue;
+      for (const node of this.fields(edges.selectionSet, spec.edgeTypeName).values()) {
+        if (node.name.value !== 'node') continue;
+        for (const nodeField of this.fields(node.selectionSet, spec.node().typeName).values()) if (nodeField.name.value === 'content') return true;
+      }
+    }
+    return false;
   }
 
   /** One object by id, or JSON null. */
@@ -343,9 +380,9 @@ class Compiler {
             : name === 'memory'
               ? this.single(memoryNode, memories, field)
               : name === '__typename'
-                ? sql`'Query'::text`
+                ? literalName('Query')
                 : unsupported();
-      parts.push(sql`${key}::text, ${value}`);
+      parts.push(sql`${literalName(key)}, ${value}`);
     }
     return sql`select json_build_object(${sql.join(parts, sql`, `)})::text as data`;
   }
