@@ -4,7 +4,7 @@ import { createYoga, useReadinessCheck, type Plugin, type YogaServerInstance } f
 import type { Config } from './config.js';
 import type { Context } from './context.js';
 import type { DatabaseHandle } from './db/client.js';
-import { authenticate } from './domain/api-keys.js';
+import { authenticate, hashToken, isWellFormedToken } from './domain/api-keys.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
 import { renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
 import { compileRead } from './graphql/compiled-reads.js';
@@ -17,6 +17,7 @@ import { RateLimiter, rateLimited } from './http/rate-limit.js';
 import { useRequestBodyLimit } from './http/request-body.js';
 import { useRequestTimeout } from './http/request-timeout.js';
 import { silentLogger, type Logger } from './logger.js';
+import type { Viewer } from './domain/viewer.js';
 
 export interface AppOptions {
   /**
@@ -142,14 +143,9 @@ export function createApp(options: AppOptions): App {
     logger.error('unexpected error', { requestId: requestIdOf(request), path: error.path, error: error.originalError ?? error });
   };
 
-  const buildContext = async (request: Request): Promise<Context> => {
-    const authorization = request.headers.get('authorization');
-    if (authorization === null) {
-      throw unauthenticated('Missing credentials: send "Authorization: Bearer <API key>".');
-    }
-    const token = BEARER.exec(authorization)?.[1];
-    const viewer = token === undefined ? null : await authenticate(database.db, token);
-    if (!viewer) throw unauthenticated('Invalid credentials: the API key is unknown, malformed or revoked.');
+  const INVALID_CREDENTIALS = 'Invalid credentials: the API key is unknown, malformed or revoked.';
+  /** Rate-limits an authenticated request and builds its context. */
+  const admit = (request: Request, viewer: Viewer): Context => {
     if (rateLimiter) {
       const retryAfterSeconds = rateLimiter.take(viewer.apiKeyId);
       if (retryAfterSeconds > 0) throw rateLimited(rateLimiter.settings, retryAfterSeconds);
@@ -161,6 +157,20 @@ export function createApp(options: AppOptions): App {
       requestId: requestIdOf(request),
       now: new Date(),
     };
+  };
+  const buildContext = async (request: Request): Promise<Context> => {
+    const authorization = request.headers.get('authorization');
+    if (authorization === null) {
+      throw unauthenticated('Missing credentials: send "Authorization: Bearer <API key>".');
+    }
+    const token = BEARER.exec(authorization)?.[1];
+    const viewer = token === undefined ? null : await authenticate(database.db, token);
+    if (!viewer) throw unauthenticated(INVALID_CREDENTIALS);
+    return admit(request, viewer);
+  };
+  const tokenSha256Of = (request: Request): string | null => {
+    const token = BEARER.exec(request.headers.get('authorization') ?? '')?.[1];
+    return token !== undefined && isWellFormedToken(token) ? hashToken(token) : null;
   };
   const timeoutMs = config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
 
@@ -202,10 +212,13 @@ export function createApp(options: AppOptions): App {
         maskError,
         onInternalError: logInternalError,
         adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
+        admit,
+        tokenSha256Of,
+        unknownKey: () => unauthenticated(INVALID_CREDENTIALS),
         compileRead:
           options.compiledReads === false || !database.run
             ? undefined
-            : (document, operation, variables, context) => compileRead(schema, document, operation, variables, context.viewer, database.run!),
+            : (document, operation, variables) => compileRead(schema, document, operation, variables, database.run!),
       })]),
       useCsrfPrevention(),
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),

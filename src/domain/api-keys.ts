@@ -48,8 +48,13 @@ function prepareKeyLookup(db: Database) {
     .prepare('authenticate');
 }
 
+/** Whether a token has the form of an API key (`msk_` and 40 base62 characters). */
+export function isWellFormedToken(token: string): boolean {
+  return TOKEN_PATTERN.test(token);
+}
+
 export async function authenticate(db: Database, token: string): Promise<Viewer | null> {
-  if (!TOKEN_PATTERN.test(token)) return null;
+  if (!isWellFormedToken(token)) return null;
   let lookup = keyLookups.get(db);
   if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(db)));
   const [key] = await lookup.execute({ tokenSha256: hashToken(token) });

@@ -64,7 +64,10 @@ function literalName(text: string): SQL {
 }
 
 /** `column = value` for the current workspace, as a SQL condition on `row`. */
-const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }, workspaceId: string) => sql`${column(row, table.workspaceId)} = ${workspaceId}`;
+const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }) => sql`${column(row, table.workspaceId)} = ${sql.raw(`${KEY}."workspace_id"`)}`;
+
+/** The alias of the caller's API key row: the statement authenticates the request itself. */
+const KEY = 'api_key';
 
 interface ConnectionSpec {
   typeName: string;
@@ -203,7 +206,6 @@ class Compiler {
   constructor(
     private readonly document: DocumentNode,
     private readonly variables: Record<string, unknown>,
-    private readonly workspaceId: string,
   ) {}
 
   /** The fields of a selection set on `typeName`, by response key; fragments of that very type are inlined. */
@@ -268,7 +270,7 @@ class Compiler {
     const orderBy = (row: string) =>
       sql.raw(ordering.columns.map((target) => `${row}."${(target as AnyPgColumn).name}" ${ordering.direction}`).join(', '));
     const conditions = (row: string) => {
-      const parts = [inWorkspace(row, spec.table, this.workspaceId)];
+      const parts = [inWorkspace(row, spec.table)];
       if (spec.parentColumn) parts.push(sql`${column(row, spec.parentColumn)} = ${sql.raw(`${parentRow}."id"`)}`);
       const extra = spec.filter?.(row, args);
       if (extra) parts.push(extra);
@@ -365,7 +367,7 @@ class Compiler {
     if (typeof args.id !== 'string') unsupported();
     const row = `o${(this.aliases += 1)}`;
     return sql`(select ${this.object(spec, row, field.selectionSet)} from ${sql.raw(`"${getTableName(table)}" ${row}`)}
-      where ${inWorkspace(row, table, this.workspaceId)} and ${column(row, table.id)} = ${args.id})`;
+      where ${inWorkspace(row, table)} and ${column(row, table.id)} = ${args.id})`;
   }
 
   root(operation: OperationDefinitionNode): SQL {
@@ -384,37 +386,57 @@ class Compiler {
                 : unsupported();
       parts.push(sql`${literalName(key)}, ${value}`);
     }
-    return sql`select json_build_object(${sql.join(parts, sql`, `)})::text as data`;
+    // The same lookup as authenticate(): an unrevoked key with this token's hash. Only ADMIN
+    // keys get the data here; for others the resolvers apply the access rules.
+    return sql`with ${sql.raw(KEY)} as (
+        select "workspace_id", "id", "kind", "identity_id" from "api_keys" where "token_sha256" = ${TOKEN_PLACEHOLDER} and "revoked_at" is null limit 1)
+      select ${sql.raw(KEY)}."workspace_id", ${sql.raw(KEY)}."id", ${sql.raw(KEY)}."kind", ${sql.raw(KEY)}."identity_id",
+        case when ${sql.raw(KEY)}."kind" = 'admin' then json_build_object(${sql.join(parts, sql`, `)})::text end as data
+      from ${sql.raw(KEY)}`;
   }
 }
 
-export type CompiledRead = () => Promise<string>;
+/** Stands for the token's hash among the parameters until the request supplies it. */
+const TOKEN_PLACEHOLDER = Symbol('token hash');
 
 /**
- * The statement that answers this query, or null when the resolvers must. The promise
- * resolves to the response's `data` as JSON text.
+ * Runs the compiled statement for a token's SHA-256: null when no unrevoked key has it;
+ * else the key as a viewer, and the response's `data` as JSON text (null for a key that is
+ * not ADMIN: the resolvers must answer).
  */
+export type CompiledRead = (tokenSha256: string) => Promise<{ viewer: Viewer; data: string | null } | null>;
+
+/** The statement that answers this query with its own authentication, or null when the resolvers must. */
 export function compileRead(
   schema: GraphQLSchema,
   document: DocumentNode,
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
-  viewer: Viewer,
   run: RunStatement,
 ): CompiledRead | null {
-  if (operation.operation !== 'query' || viewer.kind !== 'admin' || operation.directives?.length) return null;
+  if (operation.operation !== 'query' || operation.directives?.length) return null;
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
   if (coerced.errors) return null;
   let statement: SQL;
   try {
-    statement = new Compiler(document, coerced.coerced, viewer.workspaceId).root(operation);
+    statement = new Compiler(document, coerced.coerced).root(operation);
   } catch (error) {
     if (error instanceof Unsupported) return null;
     throw error;
   }
   const { text, params } = statement.toQuery();
-  return async () => {
-    const rows = await run(text, params);
-    return rows[0]!.data as string;
+  const tokenIndex = params.indexOf(TOKEN_PLACEHOLDER);
+  return async (tokenSha256) => {
+    const values = [...params];
+    values[tokenIndex] = tokenSha256;
+    const [row] = await run(text, values);
+    if (!row) return null;
+    const viewer: Viewer = {
+      workspaceId: row.workspace_id as string,
+      apiKeyId: row.id as string,
+      kind: row.kind as Viewer['kind'],
+      identityId: (row.identity_id as string | null) ?? null,
+    };
+    return { viewer, data: (row.data as string | null) ?? null };
   };
 }

@@ -1,7 +1,9 @@
 import { normalizedExecutor } from '@graphql-tools/executor';
 import { GraphQLError, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { processRegularResult, type Plugin } from 'graphql-yoga';
+import type { CompiledRead } from '../graphql/compiled-reads.js';
 import { costError, parseWithLimits, validationRules } from '../graphql/query-limits.js';
+import type { Viewer } from '../domain/viewer.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import { isJsonRequest, readBodyText } from './request-body.js';
 import { requestTimeoutError } from './request-timeout.js';
@@ -32,14 +34,20 @@ export interface FastPathOptions<Context> {
   startedAt(request: Request): number;
   /** Authenticates and builds the context; throws GraphQLErrors such as 401 and 429. */
   buildContext(request: Request): Promise<Context>;
+  /** The context for a viewer authenticated by a compiled read; throws 429 as buildContext does. */
+  admit(request: Request, viewer: Viewer): Context;
+  /** The SHA-256 of a well-formed bearer token, or null (buildContext then says what is wrong). */
+  tokenSha256Of(request: Request): string | null;
+  /** The 401 for a token no unrevoked key has. */
+  unknownKey(): GraphQLError;
   /** The app's error mask: expected errors pass, others become INTERNAL_SERVER_ERROR. */
   maskError(error: unknown): GraphQLError;
   /** Called with each masked internal error, for the log. */
   onInternalError(request: Request, error: GraphQLError): void;
   /** The request Yoga continues with replaces the original: carry its state (request id, clock). */
   adoptRequest(original: Request, replacement: Request): void;
-  /** One statement that answers the whole query with its `data` as JSON text, or null (graphql/compiled-reads.ts). */
-  compileRead?(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, context: Context): (() => Promise<string>) | null;
+  /** One statement that authenticates and answers the whole query, or null (graphql/compiled-reads.ts). */
+  compileRead?(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null;
 }
 
 /** The media type Yoga would answer a plain result with, or null when it would not use JSON. */
@@ -143,19 +151,7 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
         return;
       }
 
-      let context: Context;
-      try {
-        context = await options.buildContext(request);
-      } catch (error) {
-        endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
-        return;
-      }
-      const refusal = costError(options.schema, document, selected, operation.variables, context);
-      if (refusal) {
-        endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
-        return;
-      }
-
+      // Set before anything reaches the database: the time limit counts from the request's arrival.
       const remainingMs = options.timeoutMs - (performance.now() - options.startedAt(request));
       const controller = new AbortController();
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -168,33 +164,49 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
         if (remainingMs <= 0) timeout();
         else timer = setTimeout(timeout, remainingMs);
       });
+      const withinTime = <T>(work: Promise<T>): Promise<T | ExecutionResult> =>
+        controller.signal.aborted ? timedOut : Promise.race([work, timedOut]);
+      const fail = (error: unknown) => endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
+
       try {
-        const compiled = options.compileRead?.(document, selected, operation.variables, context) ?? null;
-        if (compiled) {
-          const answer = controller.signal.aborted ? await timedOut : await Promise.race([compiled(), timedOut]);
-          endResponse(
-            typeof answer === 'string'
-              ? new fetchAPI.Response(`{"data":${answer}}`, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } })
-              : respond(request, answer, mediaType, fetchAPI),
-          );
+        let context: Context | undefined;
+        // A read the compiler covers authenticates and answers in one statement. Requests
+        // refused before that (no or malformed credentials, too costly) take the common path,
+        // which answers them in the usual order: credentials first, then cost.
+        const compiled = options.compileRead?.(document, selected, operation.variables) ?? null;
+        const tokenSha256 = compiled ? options.tokenSha256Of(request) : null;
+        if (compiled && tokenSha256 !== null && costError(options.schema, document, selected, operation.variables, {}) === null) {
+          const answer = await withinTime(compiled(tokenSha256));
+          if (answer !== null && !('viewer' in answer)) {
+            endResponse(respond(request, answer, mediaType, fetchAPI));
+            return;
+          }
+          if (answer === null) throw options.unknownKey();
+          context = options.admit(request, answer.viewer);
+          if (answer.data !== null) {
+            endResponse(new fetchAPI.Response(`{"data":${answer.data}}`, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));
+            return;
+          }
+        }
+        context ??= await options.buildContext(request);
+        const refusal = costError(options.schema, document, selected, operation.variables, context);
+        if (refusal) {
+          endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
           return;
         }
-        const result = controller.signal.aborted
-          ? await timedOut
-          : await Promise.race([
-              normalizedExecutor({
-                schema: options.schema,
-                document,
-                contextValue: context,
-                variableValues: operation.variables,
-                operationName: operation.operationName,
-                signal: controller.signal,
-              }) as Promise<ExecutionResult>,
-              timedOut,
-            ]);
-        endResponse(respond(request, result, mediaType, fetchAPI));
+        const result = await withinTime(
+          normalizedExecutor({
+            schema: options.schema,
+            document,
+            contextValue: context,
+            variableValues: operation.variables,
+            operationName: operation.operationName,
+            signal: controller.signal,
+          }) as Promise<ExecutionResult>,
+        );
+        endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
       } catch (error) {
-        endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
+        fail(error);
       } finally {
         clearTimeout(timer);
       }
