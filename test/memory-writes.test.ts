@@ -7,6 +7,8 @@ import { graphql } from './generated/gql.js';
 import type { CreateMemoryInput, UpdateMemoryInput } from './generated/graphql.js';
 import { apiKeyIdOf, archiveStore, createMemory, createStore, deleteMemory, memoryRows, storeRow, updateMemory, versionRows } from './support/builders.js';
 import { CreateMemory, DeleteMemory, GetMemory, MemoryAtPath, StoreVersions, UpdateMemory } from './support/documents.js';
+import { countStatements } from '../src/db/statement-count.js';
+import { invariantViolations } from './support/invariants.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
 const server = useTestServer();
@@ -627,5 +629,45 @@ describe('redactMemoryVersion', () => {
       expect(await redact(client, id), id).toMatchObject({ __typename: 'NotFoundError', code: 'NOT_FOUND' });
     }
     expect((await versionRows(server.db, other.client.workspaceId, other.storeId))[0]).toMatchObject({ content: 'theirs', redactedAt: null });
+  });
+});
+
+describe('the common writes in one statement', () => {
+  it('a new memory and a content update each cost one statement after authentication, and leave the same rows a transaction would', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const created = await countStatements(() => client.execute(CreateMemory, { input: { memoryStoreId: store.id, path: 'one/statement.md', content: 'first' } }));
+    expect(created.statements).toBe(2);
+    const memory = (created.result.data!.createMemory as { memory: { id: string; contentSha256: string } }).memory;
+    const updated = await countStatements(() =>
+      client.execute(UpdateMemory, { input: { id: memory.id, content: 'second ✓', expectedContentSha256: memory.contentSha256 } }),
+    );
+    expect(updated.statements).toBe(2);
+    expect(updated.result.data!.updateMemory).toMatchObject({ __typename: 'UpdateMemorySuccess', memory: { content: 'second ✓', contentSizeBytes: 10 } });
+    expect((await versionRows(server.db, client.workspaceId, store.id, memory.id)).map((version) => [version.operation, version.sequence, version.contentSizeBytes])).toEqual([
+      ['created', 1, 5],
+      ['updated', 2, 10],
+    ]);
+    expect(await storeRow(server.db, client.workspaceId, store.id)).toMatchObject({ entryCount: 1, totalSize: 10 });
+    expect(await invariantViolations(server.db, client.workspaceId)).toEqual([]);
+  });
+
+  it('falls back to the transaction, with its exact answers, when the one statement writes nothing', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const memory = await createMemory(client, store.id, { path: 'a.md', content: 'same' });
+    // A taken path, a stale sha, unchanged content and an archived store.
+    const conflict = await client.execute(CreateMemory, { input: { memoryStoreId: store.id, path: 'a.md', content: 'x' } });
+    expect(conflict.data!.createMemory).toMatchObject({ __typename: 'ConflictError' });
+    const stale = await client.execute(UpdateMemory, { input: { id: memory.id, content: 'new', expectedContentSha256: '0'.repeat(64) } });
+    expect(stale.data!.updateMemory).toMatchObject({ __typename: 'PreconditionFailedError', currentContentSha256: memory.contentSha256 });
+    const unchanged = await countStatements(() => client.execute(UpdateMemory, { input: { id: memory.id, content: 'same' } }));
+    expect(unchanged.result.data!.updateMemory).toMatchObject({ __typename: 'UpdateMemorySuccess', memory: { contentSha256: memory.contentSha256 } });
+    expect(unchanged.statements).toBeGreaterThan(2);
+    await archiveStore(client, store.id);
+    const archived = await client.execute(UpdateMemory, { input: { id: memory.id, content: 'late' } });
+    expect(archived.data!.updateMemory).toMatchObject({ __typename: 'ConflictError' });
+    expect((await versionRows(server.db, client.workspaceId, store.id, memory.id)).length).toBe(1);
+    expect(await invariantViolations(server.db, client.workspaceId)).toEqual([]);
   });
 });

@@ -347,6 +347,110 @@ async function memoryAtPathLocked(tx: Database, workspaceId: string, memoryStore
   return memory;
 }
 
+// ---------------------------------------------------------------------------------------
+// The common writes in one statement. A new memory, and new content for a memory (with or
+// without expectedContentSha256), are what agents send all day. Each is tried first as one
+// statement that takes the same locks in the same order as the transactions above — the
+// store's row, then the memory's, whose newest version FOR UPDATE reads after any wait —
+// and writes memory, version and counters together, atomically. When that statement
+// writes nothing (no such memory or store, an archived store, a taken path, a failed or
+// already-met precondition, a memory changed in the future of this request's clock), the
+// transaction above runs and answers exactly.
+
+/** The columns of a memory row as memoryRecordOf reads them. */
+const RECORD_COLUMNS = (alias: string) =>
+  sql.raw(
+    `${alias}.workspace_id, ${alias}.id, ${alias}.memory_store_id, ${alias}.path, ${alias}.content, ${alias}.content_size_bytes, ` +
+      `${alias}.content_sha256, ${alias}.metadata::text as metadata, ${alias}.version_sequence, ` +
+      `(extract(epoch from ${alias}.created_at) * 1000)::float8 as created_at, (extract(epoch from ${alias}.updated_at) * 1000)::float8 as updated_at`,
+  );
+
+function memoryRecordOf(row: Record<string, unknown>): MemoryRecord {
+  return {
+    workspaceId: row.workspace_id as string,
+    id: row.id as string,
+    memoryStoreId: row.memory_store_id as string,
+    path: row.path as string,
+    content: row.content as string,
+    contentSizeBytes: Number(row.content_size_bytes),
+    contentSha256: row.content_sha256 as string,
+    metadata: JSON.parse(row.metadata as string) as Record<string, string>,
+    versionSequence: Number(row.version_sequence),
+    createdAt: new Date(Number(row.created_at)),
+    updatedAt: new Date(Number(row.updated_at)),
+  };
+}
+
+/** The rows of `db.execute` on either driver. */
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
+}
+
+function authorOf(writer: Writer): { apiKeyId: string | null; sessionId: string | null } {
+  return writer.actor.kind === 'apiKey' ? { apiKeyId: writer.actor.apiKeyId, sessionId: null } : { apiKeyId: null, sessionId: writer.actor.sessionId };
+}
+
+async function createMemoryInOneStatement(db: Database, writer: Writer, input: CreateMemoryInput, metadata: Record<string, string>, now: Date): Promise<MemoryRecord | null> {
+  const contentSizeBytes = Buffer.byteLength(input.content, 'utf8');
+  const at = now.toISOString();
+  const author = authorOf(writer);
+  const result = await db.execute(sql`
+    with store as (
+      select s.id from memory_stores s
+      where s.workspace_id = ${writer.workspaceId} and s.id = ${input.memoryStoreId} and s.status = 'active' for update),
+    inserted as (
+      insert into memories (workspace_id, id, memory_store_id, path, content, content_size_bytes, content_sha256, metadata, version_sequence, created_at, updated_at)
+      select ${writer.workspaceId}, ${newId('memory', now.getTime())}, store.id, ${input.path}::text, ${input.content}::text, ${contentSizeBytes}::int,
+        ${sha256Hex(input.content)}::text, ${JSON.stringify(metadata)}::jsonb, 1, ${at}::timestamptz, ${at}::timestamptz from store
+      on conflict (workspace_id, memory_store_id, path) do nothing
+      returning *),
+    version as (
+      insert into memory_versions (workspace_id, id, memory_store_id, memory_id, path, content, content_size_bytes, content_sha256, operation, sequence,
+        created_by_api_key_id, created_by_session_id, created_at)
+      select workspace_id, ${newId('memoryVersion', now.getTime())}, memory_store_id, id, path, content, content_size_bytes, content_sha256,
+        'created'::memory_operation, 1, ${author.apiKeyId}::text, ${author.sessionId}::text, created_at from inserted),
+    counters as (
+      update memory_stores s set entry_count = s.entry_count + 1, total_size = s.total_size + inserted.content_size_bytes
+      from inserted where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
+    select ${RECORD_COLUMNS('inserted')} from inserted`);
+  const [row] = rowsOf(result);
+  return row ? memoryRecordOf(row) : null;
+}
+
+async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
+  const at = now.toISOString();
+  const author = authorOf(writer);
+  const result = await db.execute(sql`
+    with store as (
+      select s.id from memory_stores s
+      where s.workspace_id = ${writer.workspaceId} and s.status = 'active'
+        and s.id = (select m.memory_store_id from memories m where m.workspace_id = ${writer.workspaceId} and m.id = ${id})
+      for update),
+    previous as (
+      select m.* from memories m join store on store.id = m.memory_store_id
+      where m.workspace_id = ${writer.workspaceId} and m.id = ${id}
+      for update of m),
+    updated as (
+      update memories m set content = ${content}::text, content_size_bytes = ${Buffer.byteLength(content, 'utf8')}::int,
+        content_sha256 = ${sha256Hex(content)}::text, version_sequence = previous.version_sequence + 1, updated_at = ${at}::timestamptz
+      from previous
+      where m.workspace_id = previous.workspace_id and m.id = previous.id and previous.updated_at <= ${at}::timestamptz
+        and (${expected ?? null}::text is null or previous.content_sha256 = ${expected ?? null}::text)
+        and previous.content <> ${content}::text
+      returning m.*, previous.content_size_bytes as previous_size),
+    version as (
+      insert into memory_versions (workspace_id, id, memory_store_id, memory_id, path, content, content_size_bytes, content_sha256, operation, sequence,
+        created_by_api_key_id, created_by_session_id, created_at)
+      select workspace_id, ${newId('memoryVersion', now.getTime())}, memory_store_id, id, path, content, content_size_bytes, content_sha256,
+        'updated'::memory_operation, version_sequence, ${author.apiKeyId}::text, ${author.sessionId}::text, updated_at from updated),
+    counters as (
+      update memory_stores s set total_size = s.total_size + updated.content_size_bytes - updated.previous_size
+      from updated where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
+    select ${RECORD_COLUMNS('updated')} from updated`);
+  const [row] = rowsOf(result);
+  return row ? memoryRecordOf(row) : null;
+}
+
 const nullRefused = 'must not be null: leave the field out instead';
 
 export interface CreateMemoryInput {
@@ -364,9 +468,11 @@ export async function createMemory(db: Database, writer: Writer, input: CreateMe
   issues.throwIfAny();
   if (!isIdOfKind(input.memoryStoreId, 'memoryStore')) throw storeNotFound(input.memoryStoreId);
 
+  const metadata = (input.metadata ?? {}) as Record<string, string>;
+  const created = await createMemoryInOneStatement(db, writer, input, metadata, now);
+  if (created) return created;
   return db.transaction(async (tx) => {
     await lockActiveStore(tx, writer.workspaceId, input.memoryStoreId);
-    const metadata = (input.metadata ?? {}) as Record<string, string>;
     return insertMemoryLocked(tx, writer, input.memoryStoreId, { path: input.path, content: input.content, metadata }, now);
   });
 }
@@ -394,6 +500,10 @@ export async function updateMemory(db: Database, writer: Writer, input: UpdateMe
   issues.throwIfAny();
   if (!isIdOfKind(input.id, 'memory')) throw memoryNotFound(input.id);
 
+  if (typeof input.content === 'string' && input.path === undefined && input.metadata === undefined) {
+    const updated = await updateContentInOneStatement(db, writer, input.id, input.content, input.expectedContentSha256?.toLowerCase(), now);
+    if (updated) return updated;
+  }
   return db.transaction(async (tx) => {
     const current = await lockMemory(tx, writer.workspaceId, input.id);
     const changes = {
