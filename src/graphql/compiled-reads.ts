@@ -279,9 +279,9 @@ class Compiler {
     const table = sql.raw(`"${getTableName(spec.table)}"`);
     // Only the columns the answer needs travel through the page's subqueries: content (up to
     // 100 KiB a row) only when it is selected.
-    const columns = Object.values(getTableColumns(spec.table))
-      .filter((target) => target.name !== 'content' || this.selectsContent(field, spec))
-      .map((target) => `"${target.name}"`);
+    const needed = this.nodeColumns(field, spec);
+    for (const target of ordering.columns) needed.add((target as AnyPgColumn).name);
+    const columns = [...needed].map((name) => `"${name}"`);
 
     const parts: SQL[] = [];
     let usesPage = false;
@@ -348,16 +348,27 @@ class Compiler {
     ) ${sql.raw(page)})`;
   }
 
-  /** Whether the connection's `edges { node { content } }` is selected (under any alias). */
-  private selectsContent(field: FieldNode, spec: ConnectionSpec): boolean {
+  /**
+   * The columns the selected node fields read (fields named as their columns, and the
+   * redaction column behind `redacted` and a version's `content`), with the row's id for
+   * nested lists: only these travel through the page's subqueries — content, up to 100 KiB
+   * a row, only when it is selected.
+   */
+  private nodeColumns(field: FieldNode, spec: ConnectionSpec): Set<string> {
+    const byField = getTableColumns(spec.table) as Record<string, AnyPgColumn>;
+    const needed = new Set<string>([byField.id!.name]);
     for (const edges of this.fields(field.selectionSet, spec.typeName).values()) {
       if (edges.name.value !== 'edges') continue;
       for (const node of this.fields(edges.selectionSet, spec.edgeTypeName).values()) {
         if (node.name.value !== 'node') continue;
-        for (const nodeField of this.fields(node.selectionSet, spec.node().typeName).values()) if (nodeField.name.value === 'content') return true;
+        for (const nodeField of this.fields(node.selectionSet, spec.node().typeName).values()) {
+          const name = nodeField.name.value;
+          if (byField[name]) needed.add(byField[name]!.name);
+          if ((name === 'redacted' || name === 'content') && byField.redactedAt) needed.add(byField.redactedAt.name);
+        }
       }
     }
-    return false;
+    return needed;
   }
 
   /** One object by id, or JSON null. */
