@@ -26,7 +26,7 @@ export interface AppOptions {
    */
   config: Pick<Config, 'nodeEnv' | 'graphiql'> & Partial<Pick<Config, 'introspection' | 'rateLimit' | 'requestTimeoutMs'>>;
   /** `run` is needed for compiled reads: without it every read goes to the resolvers. */
-  database: Pick<DatabaseHandle, 'db' | 'ping'> & Partial<Pick<DatabaseHandle, 'run'>>;
+  database: Pick<DatabaseHandle, 'db' | 'ping'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw'>>;
   logger?: Logger;
   /** Pre-filled in GraphiQL's Authorization header (development only). */
   developmentKey?: string | null;
@@ -218,7 +218,7 @@ export function createApp(options: AppOptions): App {
         compileRead:
           options.compiledReads === false || !database.run
             ? undefined
-            : (document, operation, variables) => compileRead(schema, document, operation, variables, database.run!),
+            : (document, operation, variables) => compileRead(schema, document, operation, variables, database.run!, database.runRaw),
       })]),
       useCsrfPrevention(),
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),

@@ -1,11 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
@@ -19,10 +17,18 @@ export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** Runs one statement given as text and `$n` parameters; resolves with its rows. */
 export type RunStatement = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>;
 
+/** Like RunStatement, but each row is its columns' raw UTF-8 text as bytes (null for NULL), undecoded. */
+export type RunStatementRaw = (text: string, params: unknown[]) => Promise<(Uint8Array | null)[][]>;
+
 export interface DatabaseHandle {
   db: Database;
   /** One statement outside drizzle, for statements built on every request (prepared on PostgreSQL). */
   run: RunStatement;
+  /**
+   * PostgreSQL only: the same, with the columns' bytes as they arrived, so that a large
+   * JSON answer goes to the client without being decoded and encoded again.
+   */
+  runRaw?: RunStatementRaw;
   kind: 'pglite' | 'postgres';
   /** Resolves when the database answers a trivial query (for /readyz). */
   ping(): Promise<void>;
@@ -116,6 +122,12 @@ function lockDataDir(dataDir: string): () => void {
  * loss or OS crash: that needs PostgreSQL.
  */
 async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
+  // Loaded only when used: a server on PostgreSQL does not carry the embedded database.
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('drizzle-orm/pglite'),
+    import('drizzle-orm/pglite/migrator'),
+  ]);
   const inMemory = options.dataDir === IN_MEMORY_DATA_DIR;
   const releaseLock = inMemory ? () => {} : lockDataDir(options.dataDir);
   let client: PGlite;
@@ -211,6 +223,10 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     run: async (text, params) => {
       recordStatement(text, params);
       return client.unsafe(text, params as never[]);
+    },
+    runRaw: async (text, params) => {
+      recordStatement(text, params);
+      return (await client.unsafe(text, params as never[]).raw()) as unknown as (Uint8Array | null)[][];
     },
     kind: 'postgres',
     ping: async () => {

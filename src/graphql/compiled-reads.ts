@@ -10,7 +10,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import type { RunStatement } from '../db/client.js';
+import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { memories, memoryStores, memoryVersions } from '../db/schema.js';
 import { sql, type Statement as SQL } from '../db/statement.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
@@ -415,7 +415,7 @@ const TOKEN_PLACEHOLDER = Symbol('token hash');
  * else the key as a viewer, and the response's `data` as JSON text (null for a key that is
  * not ADMIN: the resolvers must answer).
  */
-export type CompiledRead = (tokenSha256: string) => Promise<{ viewer: Viewer; data: string | null } | null>;
+export type CompiledRead = (tokenSha256: string) => Promise<{ viewer: Viewer; data: string | Uint8Array | null } | null>;
 
 /** The statement that answers this query with its own authentication, or null when the resolvers must. */
 export function compileRead(
@@ -424,6 +424,7 @@ export function compileRead(
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   run: RunStatement,
+  runRaw?: RunStatementRaw,
 ): CompiledRead | null {
   if (operation.operation !== 'query' || operation.directives?.length) return null;
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
@@ -440,6 +441,13 @@ export function compileRead(
   return async (tokenSha256) => {
     const values = [...params];
     values[tokenIndex] = tokenSha256;
+    if (runRaw) {
+      const [raw] = await runRaw(text, values);
+      if (!raw) return null;
+      const decode = (bytes: Uint8Array | null | undefined) => (bytes == null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+      const viewer: Viewer = { workspaceId: decode(raw[0])!, apiKeyId: decode(raw[1])!, kind: decode(raw[2]) as Viewer['kind'], identityId: decode(raw[3]) };
+      return { viewer, data: raw[4] ?? null };
+    }
     const [row] = await run(text, values);
     if (!row) return null;
     const viewer: Viewer = {

@@ -23,6 +23,9 @@ import { requestTimeoutError } from './request-timeout.js';
 const RESULT_MEDIA_TYPES = ['application/graphql-response+json', 'application/json'] as const;
 type ResultMediaType = (typeof RESULT_MEDIA_TYPES)[number];
 
+const DATA_OPEN = Buffer.from('{"data":');
+const DATA_CLOSE = Buffer.from('}');
+
 /** Parsed documents by query text. Documents are immutable, so sharing them is safe. */
 const DOCUMENT_CACHE_SIZE = 1000;
 
@@ -184,7 +187,8 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
           if (answer === null) throw options.unknownKey();
           context = options.admit(request, answer.viewer);
           if (answer.data !== null) {
-            endResponse(new fetchAPI.Response(`{"data":${answer.data}}`, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));
+            const body = typeof answer.data === 'string' ? `{"data":${answer.data}}` : Buffer.concat([DATA_OPEN, answer.data, DATA_CLOSE]);
+            endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));
             return;
           }
         }
