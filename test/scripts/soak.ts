@@ -38,9 +38,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/client.js';
+import { createScratchPostgresDatabase } from '../support/database.js';
 import { invariantViolations } from '../support/invariants.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -696,30 +696,6 @@ const GREEDY_NAME = 'greedy';
 // ---------------------------------------------------------------------------------------
 // Scratch database and server process
 
-async function createScratchDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
-  const name = `memstore_soak_${randomBytes(5).toString('hex')}`;
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database "${name}"`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    name,
-    drop: async () => {
-      const cleanup = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      try {
-        await cleanup.unsafe(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await cleanup.end();
-      }
-    },
-  };
-}
-
 interface ServerHandle {
   pid: number;
   url: string;
@@ -844,7 +820,7 @@ process.on('SIGINT', () => {
 
 async function main(): Promise<number> {
   const startedAt = new Date();
-  const scratch = await createScratchDatabase();
+  const scratch = await createScratchPostgresDatabase('memstore_soak', adminUrl);
   const logFile = path.join(os.tmpdir(), `${scratch.name}.log`);
   console.log(`soak: scratch database ${scratch.name}; server log ${logFile}`);
 

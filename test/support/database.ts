@@ -35,22 +35,27 @@ export async function openTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-/** An empty PostgreSQL database next to DATABASE_URL's, and a function that drops it. */
-export async function createScratchPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (postgresUrl === undefined) throw new Error('DATABASE_URL is not set');
-  const name = `memstore_test_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(postgresUrl, { max: 1, onnotice: () => {} });
+/** An empty PostgreSQL database next to `nextTo`'s (DATABASE_URL), its name, and a function that drops it. */
+export async function createScratchPostgresDatabase(
+  prefix = 'memstore_test',
+  nextTo: string | undefined = postgresUrl,
+): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  if (nextTo === undefined) throw new Error('DATABASE_URL is not set');
+  const adminUrl = nextTo;
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database "${name}"`);
   } finally {
     await admin.end();
   }
-  const url = new URL(postgresUrl);
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
+    name,
     drop: async () => {
-      const cleanup = postgres(postgresUrl, { max: 1, onnotice: () => {} });
+      const cleanup = postgres(adminUrl, { max: 1, onnotice: () => {} });
       try {
         await cleanup.unsafe(`drop database if exists "${name}" with (force)`);
       } finally {
