@@ -80,13 +80,16 @@ describe('reads compiled to one SQL statement', () => {
     await expectSameAnswer(query, { stores: 2, memories: 30, versions: 1 }, 1);
     await expectSameAnswer(query, { stores: 0, memories: 0, versions: 0 }, 1);
     await expectSameAnswer('{ memoryStores { totalCount edges { node { id memories { totalCount edges { node { path } } } } } } }', undefined, 1);
+    // Connections that read no rows: only counts, names and constants.
+    await expectSameAnswer('{ memoryStores(first: 3) { pageInfo { __typename hasPreviousPage } } }', undefined, 1);
+    await expectSameAnswer('{ memoryStores(first: 0) { totalCount pageInfo { hasPreviousPage } edges { node { id } } } }', undefined, 1);
   });
 
-  it('answer memory(id:) and memoryStore(id:) as the resolvers do: found, missing, another workspace\'s, another kind\'s', async () => {
+  it('answer memory(id:) and memoryStore(id:) as the resolvers do: found, missing, another workspace\'s, another kind\'s, not an id at all', async () => {
     const query = `query ($memory: ID!, $store: ID!) { memory(id: $memory) { ${MEMORY_FIELDS} versions { edges { node { ${VERSION_FIELDS} } } } }
       store: memoryStore(id: $store) { ${STORE_FIELDS} memories(first: 3) { edges { node { path } } } } }`;
-    for (const memory of [...both.memoryIds, 'mem_missing', both.storeIds[0]!]) {
-      for (const store of [...both.storeIds, 'memstore_missing', both.memoryIds[0]!]) {
+    for (const memory of [...both.memoryIds, 'mem_missing', both.storeIds[0]!, 'mem_nul\u0000inside', '\uD800']) {
+      for (const store of [...both.storeIds, 'memstore_missing', both.memoryIds[0]!, 'memstore_\u0000']) {
         await expectSameAnswer(query, { memory, store }, 1);
       }
     }

@@ -13,6 +13,7 @@ import {
 import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { memories, memoryStores, memoryVersions } from '../db/schema.js';
 import { sql, type Statement as SQL } from '../db/statement.js';
+import { isIdOfKind, type IdKind } from '../domain/ids.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
 import { MEMORY_LISTS, prefixUpperBound, type MemoryOrder } from '../domain/memories.js';
 import type { KeysetOrdering } from '../domain/pagination.js';
@@ -296,11 +297,12 @@ class Compiler {
         const counted = `c${(this.aliases += 1)}`;
         value = sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
       } else if (name === 'pageInfo') {
-        usesPage = true;
         const info: SQL[] = [];
         for (const [infoKey, infoField] of this.fields(connectionField.selectionSet, 'PageInfo')) {
           const infoName = infoField.name.value;
           if (infoField.arguments?.length) unsupported();
+          // Only hasNextPage reads the page (as an aggregate over it); the rest are constants.
+          if (infoName === 'hasNextPage') usesPage = true;
           const infoValue =
             infoName === 'hasNextPage'
               ? sql`count(*) > ${size}`
@@ -372,10 +374,13 @@ class Compiler {
   }
 
   /** One object by id, or JSON null. */
-  single(spec: ObjectSpec, table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn }, field: FieldNode): SQL {
+  single(spec: ObjectSpec, table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn }, kind: IdKind, field: FieldNode): SQL {
     const args = this.arguments(field);
     only(args, ['id']);
     if (typeof args.id !== 'string') unsupported();
+    // As the resolvers: an id of another kind, or no id at all (NUL, odd characters), is null
+    // without asking the database (which cannot even receive a NUL).
+    if (!isIdOfKind(args.id, kind)) return sql`null::json`;
     const row = `o${(this.aliases += 1)}`;
     return sql`(select ${this.object(spec, row, field.selectionSet)} from ${sql.raw(`"${getTableName(table)}" ${row}`)}
       where ${inWorkspace(row, table)} and ${column(row, table.id)} = ${args.id})`;
@@ -389,9 +394,9 @@ class Compiler {
         name === 'memoryStores'
           ? this.connection(allStores, field, null)
           : name === 'memoryStore'
-            ? this.single(storeNode, memoryStores, field)
+            ? this.single(storeNode, memoryStores, 'memoryStore', field)
             : name === 'memory'
-              ? this.single(memoryNode, memories, field)
+              ? this.single(memoryNode, memories, 'memory', field)
               : name === '__typename'
                 ? literalName('Query')
                 : unsupported();
