@@ -393,6 +393,9 @@ describe(`kill -9 in the middle of concurrent writes, on ${databaseName}`, { tim
     return { server, url: await server.ready };
   }
 
+  /** The application_name of this file's own connections, told apart from the server's. */
+  const CHECKER = 'memstore-crash-check';
+
   beforeAll(async () => {
     const common = { MEMSTORE_BOOTSTRAP_KEYS: `${WORKSPACE_ID}:${TOKEN}`, MEMSTORE_RATE_LIMIT_PER_SECOND: '0' };
     if (postgresUrl === undefined) {
@@ -408,7 +411,22 @@ describe(`kill -9 in the middle of concurrent writes, on ${databaseName}`, { tim
       serverEnvironment = { ...common, DATABASE_URL: scratch.url, MEMSTORE_DATA_DIR: temporaryDir() };
       let handle: DatabaseHandle | undefined;
       story = new CrashStory(async () => {
-        handle ??= await createDb({ databaseUrl: scratch.url, dataDir: 'memory://', poolSize: 2 });
+        const checker = new URL(scratch.url);
+        checker.searchParams.set('application_name', CHECKER);
+        handle ??= await createDb({ databaseUrl: checker.toString(), dataDir: 'memory://', poolSize: 2 });
+        // A statement the killed server sent runs on to its end in PostgreSQL (a one-statement
+        // write then commits, whole): wait until its sessions are gone, so that the checks read
+        // the final state rather than one taken halfway through their own several queries.
+        for (let attempt = 0; attempt < 200; attempt += 1) {
+          // The killed server's sessions end once PostgreSQL has run what they had received.
+          const rows = (await handle.run(
+            `select count(*)::int as others from pg_stat_activity
+             where datname = current_database() and backend_type = 'client backend' and application_name <> $1`,
+            [CHECKER],
+          )) as { others: number }[];
+          if (rows[0]!.others === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
         return { handle, done: async () => {} };
       });
       cleanup = async () => {
