@@ -43,6 +43,8 @@ export type App = YogaServerInstance<Record<string, never>, Context>;
 const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_MAX_CHARACTERS}}$`);
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const INTERNAL_ERROR_CODE = 'INTERNAL_SERVER_ERROR';
+/** How many token hashes the rate limiter's look-ahead remembers (see noteKey). */
+const KNOWN_KEYS_MAX = 10_000;
 
 const FIRST_QUERY = `# Welcome to memstore. The Authorization header below holds your development key.
 mutation CreateStore {
@@ -168,6 +170,18 @@ export function createApp(options: AppOptions): App {
     if (!viewer) throw unauthenticated(INVALID_CREDENTIALS);
     return admit(request, viewer);
   };
+  // Token hash → key id, so that a compiled read can see a key is over its limit before
+  // running; bounded, and never used to authenticate.
+  const keysByTokenSha256 = new Map<string, string>();
+  const overLimit = (tokenSha256: string): boolean => {
+    const apiKeyId = rateLimiter ? keysByTokenSha256.get(tokenSha256) : undefined;
+    return apiKeyId !== undefined && rateLimiter!.wouldRefuse(apiKeyId);
+  };
+  const noteKey = (tokenSha256: string, apiKeyId: string): void => {
+    if (!rateLimiter || keysByTokenSha256.get(tokenSha256) === apiKeyId) return;
+    if (keysByTokenSha256.size >= KNOWN_KEYS_MAX) keysByTokenSha256.delete(keysByTokenSha256.keys().next().value!);
+    keysByTokenSha256.set(tokenSha256, apiKeyId);
+  };
   const tokenSha256Of = (request: Request): string | null => {
     const token = BEARER.exec(request.headers.get('authorization') ?? '')?.[1];
     return token !== undefined && isWellFormedToken(token) ? hashToken(token) : null;
@@ -214,6 +228,8 @@ export function createApp(options: AppOptions): App {
         adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
         admit,
         tokenSha256Of,
+        overLimit,
+        noteKey,
         unknownKey: () => unauthenticated(INVALID_CREDENTIALS),
         compileRead:
           options.compiledReads === false || !database.run

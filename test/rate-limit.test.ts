@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
+import { recordStatements } from '../src/db/statement-count.js';
 import { RateLimiter } from '../src/http/rate-limit.js';
+import { createStore } from './support/builders.js';
 import { CreateStore, ListStores } from './support/documents.js';
 import { TestClient, useTestServer } from './support/server.js';
 
@@ -57,6 +59,27 @@ describe('rate limiting per API key', () => {
     expect((await second.execute(ListStores, {})).status).toBe(200);
   });
 
+  it('refuses an over-limit key\'s read after a key lookup, without running the read itself', async () => {
+    const { app, clock } = limitedApp(1, 1);
+    const admin = await server.newWorkspace();
+    await createStore(admin);
+    const client = new TestClient(app, admin.token, admin.workspaceId);
+    // A read the compiler covers (one statement that also authenticates).
+    const READ = '{ memoryStores(first: 5) { totalCount edges { node { id name } } } }';
+    const first = await recordStatements(() => client.send({ query: READ }));
+    expect(first.result.status).toBe(200);
+    expect(first.statements.map((statement) => statement.sql).join('\n')).toContain('json_build_object');
+    const refused = await recordStatements(() => client.send({ query: READ }));
+    expect(refused.result.status).toBe(429);
+    expect(refused.statements).toHaveLength(1);
+    expect(refused.statements[0]!.sql).not.toContain('json_build_object');
+    // Once the bucket has refilled, the read runs whole again.
+    clock.now += 1000;
+    const again = await recordStatements(() => client.send({ query: READ }));
+    expect(again.result.status).toBe(200);
+    expect(again.statements.map((statement) => statement.sql).join('\n')).toContain('json_build_object');
+  });
+
   it('does not limit requests without valid credentials (they are refused with 401 first)', async () => {
     const { app } = limitedApp(1, 1);
     const anonymous = new TestClient(app, null, '');
@@ -74,6 +97,18 @@ describe('the token bucket', () => {
     now += 4_000;
     expect(limiter.take('k')).toBe(6);
     now += 6_000;
+    expect(limiter.take('k')).toBe(0);
+  });
+
+  it('can say whether the next request would be refused, without taking a token', () => {
+    let now = 0;
+    const limiter = new RateLimiter({ perSecond: 1, burst: 1 }, () => now);
+    expect(limiter.wouldRefuse('k')).toBe(false);
+    expect(limiter.take('k')).toBe(0);
+    expect(limiter.wouldRefuse('k')).toBe(true);
+    expect(limiter.wouldRefuse('k')).toBe(true);
+    now += 1000;
+    expect(limiter.wouldRefuse('k')).toBe(false);
     expect(limiter.take('k')).toBe(0);
   });
 

@@ -43,6 +43,13 @@ export interface FastPathOptions<Context> {
   tokenSha256Of(request: Request): string | null;
   /** The 401 for a token no unrevoked key has. */
   unknownKey(): GraphQLError;
+  /**
+   * Whether the key this token belonged to when last seen has no requests left: its read then
+   * takes the common path, which answers 429 after a key lookup instead of the whole read.
+   */
+  overLimit(tokenSha256: string): boolean;
+  /** Remembers which key a token's hash belongs to, for overLimit only (never to authenticate). */
+  noteKey(tokenSha256: string, apiKeyId: string): void;
   /** The app's error mask: expected errors pass, others become INTERNAL_SERVER_ERROR. */
   maskError(error: unknown): GraphQLError;
   /** Called with each masked internal error, for the log. */
@@ -178,13 +185,19 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
         // which answers them in the usual order: credentials first, then cost.
         const compiled = options.compileRead?.(document, selected, operation.variables) ?? null;
         const tokenSha256 = compiled ? options.tokenSha256Of(request) : null;
-        if (compiled && tokenSha256 !== null && costError(options.schema, document, selected, operation.variables, {}) === null) {
+        if (
+          compiled &&
+          tokenSha256 !== null &&
+          !options.overLimit(tokenSha256) &&
+          costError(options.schema, document, selected, operation.variables, {}) === null
+        ) {
           const answer = await withinTime(compiled(tokenSha256));
           if (answer !== null && !('viewer' in answer)) {
             endResponse(respond(request, answer, mediaType, fetchAPI));
             return;
           }
           if (answer === null) throw options.unknownKey();
+          options.noteKey(tokenSha256, answer.viewer.apiKeyId);
           context = options.admit(request, answer.viewer);
           if (answer.data !== null) {
             const body = typeof answer.data === 'string' ? `{"data":${answer.data}}` : Buffer.concat([DATA_OPEN, answer.data, DATA_CLOSE]);

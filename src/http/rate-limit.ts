@@ -44,6 +44,14 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond));
   }
 
+  /** Whether `take(key)` would refuse now; changes nothing. */
+  wouldRefuse(key: string): boolean {
+    const bucket = this.buckets.get(key);
+    if (!bucket) return false;
+    const tokens = Math.min(this.settings.burst, bucket.tokens + ((this.clock() - bucket.updatedAt) / 1000) * this.settings.perSecond);
+    return tokens < 1;
+  }
+
   /** Buckets that have refilled completely hold no information: drop them. */
   private sweep(now: number): void {
     if (now - this.lastSweep < SWEEP_INTERVAL_MS) return;
