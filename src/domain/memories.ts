@@ -9,7 +9,7 @@ import { MEMORY_METADATA_MAX_KEYS } from './limits.js';
 import { fetchPagesByParent, type KeysetList, type Page, type PageWindow } from './pagination.js';
 import { checkContent, checkMetadata, checkPath, checkSha256, IssueList, pathViolations } from './validation.js';
 import type { Writer } from './viewer.js';
-import { versionValuesFor, type MemoryVersionRecord } from './versions.js';
+import { actorColumns, versionValuesFor, type MemoryVersionRecord } from './versions.js';
 
 export type MemoryRecord = typeof memories.$inferSelect;
 /** A memory as lists load it: without its content (which `content` loads when selected). */
@@ -386,14 +386,10 @@ function rowsOf(result: unknown): Record<string, unknown>[] {
   return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
 }
 
-function authorOf(writer: Writer): { apiKeyId: string | null; sessionId: string | null } {
-  return writer.actor.kind === 'apiKey' ? { apiKeyId: writer.actor.apiKeyId, sessionId: null } : { apiKeyId: null, sessionId: writer.actor.sessionId };
-}
-
 async function createMemoryInOneStatement(db: Database, writer: Writer, input: CreateMemoryInput, metadata: Record<string, string>, now: Date): Promise<MemoryRecord | null> {
   const contentSizeBytes = Buffer.byteLength(input.content, 'utf8');
   const at = now.toISOString();
-  const author = authorOf(writer);
+  const author = actorColumns(writer.actor);
   const result = await db.execute(sql`
     with store as (
       select s.id from memory_stores s
@@ -419,7 +415,7 @@ async function createMemoryInOneStatement(db: Database, writer: Writer, input: C
 
 async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
   const at = now.toISOString();
-  const author = authorOf(writer);
+  const author = actorColumns(writer.actor);
   const result = await db.execute(sql`
     with store as (
       select s.id from memory_stores s

@@ -34,7 +34,8 @@ export const VERSIONS_OF_STORE: KeysetList<MemoryVersionSummary> = {
 
 const inWorkspace = (workspaceId: string) => eq(memoryVersions.workspaceId, workspaceId);
 
-function actorColumns(actor: Actor) {
+/** The author columns of a version (or of its redaction) for an actor. */
+export function actorColumns(actor: Actor) {
   return actor.kind === 'apiKey'
     ? { apiKeyId: actor.apiKeyId, sessionId: null }
     : { apiKeyId: null, sessionId: actor.sessionId };
