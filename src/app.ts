@@ -70,6 +70,11 @@ function unauthenticated(message: string): GraphQLError {
   });
 }
 
+/** The token of an `Authorization: Bearer <token>` header value, if it has that form. */
+function bearerToken(authorization: string): string | undefined {
+  return BEARER.exec(authorization)?.[1];
+}
+
 /** Whether an error is one we mean clients to see (a GraphQLError not caused by an unexpected throw). */
 function isExpectedError(error: unknown): error is GraphQLError {
   return error instanceof GraphQLError && (error.originalError == null || error.originalError instanceof GraphQLError);
@@ -165,7 +170,7 @@ export function createApp(options: AppOptions): App {
     if (authorization === null) {
       throw unauthenticated('Missing credentials: send "Authorization: Bearer <API key>".');
     }
-    const token = BEARER.exec(authorization)?.[1];
+    const token = bearerToken(authorization);
     const viewer = token === undefined ? null : await authenticate(database.db, token);
     if (!viewer) throw unauthenticated(INVALID_CREDENTIALS);
     return admit(request, viewer);
@@ -183,7 +188,7 @@ export function createApp(options: AppOptions): App {
     keysByTokenSha256.set(tokenSha256, apiKeyId);
   };
   const tokenSha256Of = (request: Request): string | null => {
-    const token = BEARER.exec(request.headers.get('authorization') ?? '')?.[1];
+    const token = bearerToken(request.headers.get('authorization') ?? '');
     return token !== undefined && isWellFormedToken(token) ? hashToken(token) : null;
   };
   const timeoutMs = config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;

@@ -6,7 +6,7 @@ import { costError, parseWithLimits, validationRules } from '../graphql/query-li
 import type { Viewer } from '../domain/viewer.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import { isJsonRequest, readBodyText } from './request-body.js';
-import { requestTimeoutError } from './request-timeout.js';
+import { startDeadline } from './request-timeout.js';
 
 /**
  * The lean path for the request every client sends — `POST /graphql` with a JSON object
@@ -162,21 +162,10 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
       }
 
       // Set before anything reaches the database: the time limit counts from the request's arrival.
-      const remainingMs = options.timeoutMs - (performance.now() - options.startedAt(request));
-      const controller = new AbortController();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timedOut = new Promise<ExecutionResult>((resolve) => {
-        const timeout = () => {
-          const error = requestTimeoutError(options.timeoutMs);
-          controller.abort(error);
-          resolve({ errors: [error] });
-        };
-        if (remainingMs <= 0) timeout();
-        else timer = setTimeout(timeout, remainingMs);
-      });
-      const withinTime = <T>(work: Promise<T>): Promise<T | ExecutionResult> =>
-        controller.signal.aborted ? timedOut : Promise.race([work, timedOut]);
+      const deadline = startDeadline(options.timeoutMs, performance.now() - options.startedAt(request));
       const fail = (error: unknown) => endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
+      // Variables that cannot be coerced, or a cost over the limit (the cost model reads no context).
+      const refusal = costError(options.schema, document, selected, operation.variables, {});
 
       try {
         let context: Context | undefined;
@@ -189,9 +178,9 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
           compiled &&
           tokenSha256 !== null &&
           !options.overLimit(tokenSha256) &&
-          costError(options.schema, document, selected, operation.variables, {}) === null
+          refusal === null
         ) {
-          const answer = await withinTime(compiled(tokenSha256));
+          const answer = await deadline.within(compiled(tokenSha256));
           if (answer !== null && !('viewer' in answer)) {
             endResponse(respond(request, answer, mediaType, fetchAPI));
             return;
@@ -206,26 +195,25 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
           }
         }
         context ??= await options.buildContext(request);
-        const refusal = costError(options.schema, document, selected, operation.variables, context);
         if (refusal) {
           endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
           return;
         }
-        const result = await withinTime(
+        const result = await deadline.within(
           normalizedExecutor({
             schema: options.schema,
             document,
             contextValue: context,
             variableValues: operation.variables,
             operationName: operation.operationName,
-            signal: controller.signal,
+            signal: deadline.signal,
           }) as Promise<ExecutionResult>,
         );
         endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
       } catch (error) {
         fail(error);
       } finally {
-        clearTimeout(timer);
+        deadline.clear();
       }
     },
   };

@@ -26,13 +26,18 @@ function badRequest(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
 }
 
+/** A declared Content-Length over the limit: 413 before a byte is read. */
+function refuseDeclaredOverLimit(request: Request, maxBytes: number): void {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
+}
+
 /**
  * Reads a body as text. A declared Content-Length over maxBytes is refused before a byte
  * is read; a longer body as soon as it passes maxBytes (the stream is cancelled).
  */
 export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
-  const declared = request.headers.get('content-length');
-  if (declared !== null && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
+  refuseDeclaredOverLimit(request, maxBytes);
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -63,8 +68,8 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
         return;
       }
       if (request.method !== 'POST') return;
-      const declared = request.headers.get('content-length');
-      if (declared !== null && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
+      // Before the content type: an oversized body is refused as such, whatever it claims to be.
+      refuseDeclaredOverLimit(request, maxBytes);
       if (!isJsonRequest(request)) {
         throw new GraphQLError('POST requests must send Content-Type: application/json.', {
           extensions: { code: UNSUPPORTED_MEDIA_TYPE, http: { status: 415 } },

@@ -16,6 +16,34 @@ export interface RequestTimeoutOptions {
   startedAt(request: Request): number;
 }
 
+/** A request's time limit, running from the moment it is started. */
+export interface Deadline {
+  /** Aborts (with the REQUEST_TIMEOUT error as reason) when the time is up; already aborted if it was up at the start. */
+  signal: AbortSignal;
+  /** The work's result, or the REQUEST_TIMEOUT result if the time runs out first; the work is not waited for then. */
+  within<T>(work: Promise<T>): Promise<T | ExecutionResult>;
+  /** Stops the timer once the request is answered. */
+  clear(): void;
+}
+
+/** Starts the limit of a request that has already used `elapsedMs` of its `timeoutMs`. */
+export function startDeadline(timeoutMs: number, elapsedMs: number): Deadline {
+  const remainingMs = timeoutMs - elapsedMs;
+  const controller = new AbortController();
+  const timedOut = new Promise<ExecutionResult>((resolve) => {
+    controller.signal.addEventListener('abort', () => resolve({ errors: [controller.signal.reason as GraphQLError] }), { once: true });
+  });
+  const timeout = () => controller.abort(requestTimeoutError(timeoutMs));
+  // Out of time before execution (a slow authentication): nothing runs at all.
+  if (remainingMs <= 0) timeout();
+  const timer = remainingMs > 0 ? setTimeout(timeout, remainingMs) : undefined;
+  return {
+    signal: controller.signal,
+    within: (work) => (controller.signal.aborted ? timedOut : Promise.race([work, timedOut])),
+    clear: () => clearTimeout(timer),
+  };
+}
+
 /**
  * Ends execution that outlives the request's time limit: no further field is resolved and
  * the client gets a top-level REQUEST_TIMEOUT (HTTP 503). A client that disconnects ends
@@ -27,23 +55,14 @@ export function useRequestTimeout(options: RequestTimeoutOptions): Plugin {
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
       const request = (args.contextValue as { request?: Request }).request;
-      const remainingMs = request ? options.timeoutMs - (performance.now() - options.startedAt(request)) : options.timeoutMs;
-      const controller = new AbortController();
-      const timeout = () => controller.abort(requestTimeoutError(options.timeoutMs));
-      // Out of time before execution (a slow authentication): nothing runs at all.
-      if (remainingMs <= 0) timeout();
-      const timer = remainingMs > 0 ? setTimeout(timeout, remainingMs) : undefined;
-      const signals = request?.signal ? [controller.signal, request.signal] : [controller.signal];
+      const deadline = startDeadline(options.timeoutMs, request ? performance.now() - options.startedAt(request) : 0);
       // Yoga's executor stops resolving further fields once this signal aborts…
-      (args as { signal?: AbortSignal }).signal = signals.length === 1 ? controller.signal : AbortSignal.any(signals);
+      (args as { signal?: AbortSignal }).signal = request?.signal ? AbortSignal.any([deadline.signal, request.signal]) : deadline.signal;
       // …but waits for a mutation's field to settle: the answer does not wait.
-      const timedOut = new Promise<ExecutionResult>((resolve) => {
-        controller.signal.addEventListener('abort', () => resolve({ errors: [controller.signal.reason as GraphQLError] }), { once: true });
-      });
-      setExecuteFn((executeArgs) => Promise.race([executeFn(executeArgs), timedOut]) as never);
+      setExecuteFn((executeArgs) => deadline.within(Promise.resolve(executeFn(executeArgs))) as never);
       return {
         onExecuteDone() {
-          clearTimeout(timer);
+          deadline.clear();
         },
       };
     },
