@@ -356,6 +356,12 @@ async function memoryAtPathLocked(tx: Database, workspaceId: string, memoryStore
 // writes nothing (no such memory or store, an archived store, a taken path, a failed or
 // already-met precondition, a memory changed in the future of this request's clock), the
 // transaction above runs and answers exactly.
+//
+// Counters are computed from the store row the statement locks (FOR UPDATE returns its
+// newest version after any wait), never from the target row as the statement's snapshot
+// saw it: PostgreSQL checks constraints on the row computed from the snapshot before its
+// read-committed recheck, so a snapshot total plus a freshly locked size could go negative
+// and fail a valid write (test/write-counters-race.test.ts).
 
 /** The columns of a memory row as memoryRecordOf reads them. */
 const RECORD_COLUMNS = (alias: string) =>
@@ -392,7 +398,7 @@ async function createMemoryInOneStatement(db: Database, writer: Writer, input: C
   const author = actorColumns(writer.actor);
   const result = await db.execute(sql`
     with store as (
-      select s.id from memory_stores s
+      select s.id, s.entry_count, s.total_size from memory_stores s
       where s.workspace_id = ${writer.workspaceId} and s.id = ${input.memoryStoreId} and s.status = 'active' for update),
     inserted as (
       insert into memories (workspace_id, id, memory_store_id, path, content, content_size_bytes, content_sha256, metadata, version_sequence, created_at, updated_at)
@@ -406,8 +412,8 @@ async function createMemoryInOneStatement(db: Database, writer: Writer, input: C
       select workspace_id, ${newId('memoryVersion', now.getTime())}, memory_store_id, id, path, content, content_size_bytes, content_sha256,
         'created'::memory_operation, 1, ${author.apiKeyId}::text, ${author.sessionId}::text, created_at from inserted),
     counters as (
-      update memory_stores s set entry_count = s.entry_count + 1, total_size = s.total_size + inserted.content_size_bytes
-      from inserted where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
+      update memory_stores s set entry_count = store.entry_count + 1, total_size = store.total_size + inserted.content_size_bytes
+      from inserted, store where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
     select ${RECORD_COLUMNS('inserted')} from inserted`);
   const [row] = rowsOf(result);
   return row ? memoryRecordOf(row) : null;
@@ -418,7 +424,7 @@ async function updateContentInOneStatement(db: Database, writer: Writer, id: str
   const author = actorColumns(writer.actor);
   const result = await db.execute(sql`
     with store as (
-      select s.id from memory_stores s
+      select s.id, s.total_size from memory_stores s
       where s.workspace_id = ${writer.workspaceId} and s.status = 'active'
         and s.id = (select m.memory_store_id from memories m where m.workspace_id = ${writer.workspaceId} and m.id = ${id})
       for update),
@@ -440,8 +446,8 @@ async function updateContentInOneStatement(db: Database, writer: Writer, id: str
       select workspace_id, ${newId('memoryVersion', now.getTime())}, memory_store_id, id, path, content, content_size_bytes, content_sha256,
         'updated'::memory_operation, version_sequence, ${author.apiKeyId}::text, ${author.sessionId}::text, updated_at from updated),
     counters as (
-      update memory_stores s set total_size = s.total_size + updated.content_size_bytes - updated.previous_size
-      from updated where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
+      update memory_stores s set total_size = store.total_size + updated.content_size_bytes - updated.previous_size
+      from updated, store where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
     select ${RECORD_COLUMNS('updated')} from updated`);
   const [row] = rowsOf(result);
   return row ? memoryRecordOf(row) : null;
