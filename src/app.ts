@@ -5,9 +5,10 @@ import type { Config } from './config.js';
 import type { Context } from './context.js';
 import type { DatabaseHandle } from './db/client.js';
 import { authenticate, hashToken, isWellFormedToken } from './domain/api-keys.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, READINESS_TIMEOUT_MS, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
 import { renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
 import { compileRead } from './graphql/compiled-reads.js';
+import { DATABASE_UNAVAILABLE, INTERNAL_ERROR_CODE, maskError } from './graphql/error-masking.js';
 import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { schema } from './graphql/schema.js';
@@ -42,7 +43,6 @@ export type App = YogaServerInstance<Record<string, never>, Context>;
 
 const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_MAX_CHARACTERS}}$`);
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
-const INTERNAL_ERROR_CODE = 'INTERNAL_SERVER_ERROR';
 /** How many token hashes the rate limiter's look-ahead remembers (see noteKey). */
 const KNOWN_KEYS_MAX = 10_000;
 
@@ -73,11 +73,6 @@ function unauthenticated(message: string): GraphQLError {
 /** The token of an `Authorization: Bearer <token>` header value, if it has that form. */
 function bearerToken(authorization: string): string | undefined {
   return BEARER.exec(authorization)?.[1];
-}
-
-/** Whether an error is one we mean clients to see (a GraphQLError not caused by an unexpected throw). */
-function isExpectedError(error: unknown): error is GraphQLError {
-  return error instanceof GraphQLError && (error.originalError == null || error.originalError instanceof GraphQLError);
 }
 
 /**
@@ -119,7 +114,7 @@ export function createApp(options: AppOptions): App {
       for (const single of Array.isArray(result) ? result : [result]) {
         const errors = (single as { errors?: readonly GraphQLError[] }).errors ?? [];
         for (const error of errors) {
-          if (error.extensions?.code === INTERNAL_ERROR_CODE) logInternalError(request, error);
+          if (error.extensions?.code === INTERNAL_ERROR_CODE || error.extensions?.code === DATABASE_UNAVAILABLE) logInternalError(request, error);
         }
       }
     },
@@ -136,18 +131,10 @@ export function createApp(options: AppOptions): App {
     },
   };
 
-  const maskError = (error: unknown, message = 'Unexpected error.'): GraphQLError => {
-    if (isExpectedError(error)) return error;
-    const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
-    return new GraphQLError(message, {
-      nodes: error instanceof GraphQLError ? error.nodes : undefined,
-      path: error instanceof GraphQLError ? error.path : undefined,
-      originalError: original instanceof Error ? original : new Error(String(original)),
-      extensions: { code: INTERNAL_ERROR_CODE },
-    });
-  };
   const logInternalError = (request: Request, error: GraphQLError) => {
-    logger.error('unexpected error', { requestId: requestIdOf(request), path: error.path, error: error.originalError ?? error });
+    const fields = { requestId: requestIdOf(request), path: error.path, error: error.originalError ?? error };
+    if (error.extensions?.code === DATABASE_UNAVAILABLE) logger.warn('database unavailable', fields);
+    else logger.error('unexpected error', fields);
   };
 
   const INVALID_CREDENTIALS = 'Invalid credentials: the API key is unknown, malformed or revoked.';
@@ -251,12 +238,20 @@ export function createApp(options: AppOptions): App {
       useReadinessCheck({
         endpoint: '/readyz',
         check: async () => {
+          let timer: NodeJS.Timeout | undefined;
           try {
-            await database.ping();
+            await Promise.race([
+              database.ping(),
+              new Promise((_, reject) => {
+                timer = setTimeout(() => reject(new Error(`the database did not answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
+              }),
+            ]);
             return true;
           } catch (error) {
             logger.warn('readiness check failed', { error });
             return false;
+          } finally {
+            clearTimeout(timer);
           }
         },
       }),

@@ -30,7 +30,11 @@ export interface DatabaseHandle {
    */
   runRaw?: RunStatementRaw;
   kind: 'pglite' | 'postgres';
-  /** Resolves when the database answers a trivial query (for /readyz). */
+  /**
+   * Resolves when the database answers a trivial query (for /readyz, which bounds the wait).
+   * On PostgreSQL it uses a connection of its own, so that a busy pool does not make a
+   * reachable database look down.
+   */
   ping(): Promise<void>;
   /** Closes every connection (PGlite: flushes and releases the data dir). Idempotent. */
   close(): Promise<void>;
@@ -55,6 +59,12 @@ export interface DatabaseOptions {
    */
   afterMigrate?: (db: Database) => Promise<void>;
 }
+
+/**
+ * How long opening a PostgreSQL connection may take, in seconds: during an outage a request
+ * fails after this (503 DATABASE_UNAVAILABLE) rather than after postgres.js' default 30 s.
+ */
+const CONNECT_TIMEOUT_SECONDS = 5;
 
 const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 /** Any fixed number: the key of the advisory lock that serializes migrations. */
@@ -214,9 +224,16 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   const client = preparingStatements(postgres(databaseUrl, {
     max: options.poolSize ?? 10,
     onnotice: () => {},
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
   }));
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
+  const pingClient = postgres(databaseUrl, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: 1,
+    idle_timeout: 60,
+  });
   let closed = false;
   return {
     db,
@@ -230,12 +247,12 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     },
     kind: 'postgres',
     ping: async () => {
-      await client`select 1`;
+      await pingClient`select 1`;
     },
     close: async () => {
       if (closed) return;
       closed = true;
-      await client.end({ timeout: 5 });
+      await Promise.all([client.end({ timeout: 5 }), pingClient.end({ timeout: 1 })]);
     },
   };
 }

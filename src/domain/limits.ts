@@ -114,3 +114,8 @@ export const HTTP_RECEIVE_TIMEOUT_MS = 30_000;
  */
 export const EARLIEST_INSTANT_MS = Date.parse('0001-01-01T00:00:00.000Z');
 export const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** The Retry-After, in seconds, of a 503 DATABASE_UNAVAILABLE (an outage, a failover, a dropped connection). */
+export const DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+/** How long /readyz waits for the database to answer before it says the server is not ready. */
+export const READINESS_TIMEOUT_MS = 1_000;

@@ -1,0 +1,37 @@
+import { GraphQLError } from 'graphql';
+import { isDatabaseUnavailable } from '../db/failures.js';
+import { DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS } from '../domain/limits.js';
+
+/**
+ * What clients may see of a failure. Expected errors (GraphQLErrors we raise on purpose)
+ * pass; a database that cannot be reached becomes 503 DATABASE_UNAVAILABLE with
+ * Retry-After; anything else becomes INTERNAL_SERVER_ERROR, its original kept for the log
+ * line only.
+ */
+export const INTERNAL_ERROR_CODE = 'INTERNAL_SERVER_ERROR';
+export const DATABASE_UNAVAILABLE = 'DATABASE_UNAVAILABLE';
+
+/** Whether an error is one we mean clients to see (a GraphQLError not caused by an unexpected throw). */
+export function isExpectedError(error: unknown): error is GraphQLError {
+  return error instanceof GraphQLError && (error.originalError == null || error.originalError instanceof GraphQLError);
+}
+
+export function maskError(error: unknown, message = 'Unexpected error.'): GraphQLError {
+  if (isExpectedError(error)) return error;
+  const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+  const nodes = error instanceof GraphQLError ? error.nodes : undefined;
+  const path = error instanceof GraphQLError ? error.path : undefined;
+  const originalError = original instanceof Error ? original : new Error(String(original));
+  if (isDatabaseUnavailable(original)) {
+    return new GraphQLError('The database is unavailable right now; retry shortly.', {
+      nodes,
+      path,
+      originalError,
+      extensions: {
+        code: DATABASE_UNAVAILABLE,
+        http: { status: 503, headers: { 'Retry-After': String(DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS) } },
+      },
+    });
+  }
+  return new GraphQLError(message, { nodes, path, originalError, extensions: { code: INTERNAL_ERROR_CODE } });
+}
