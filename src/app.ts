@@ -6,13 +6,12 @@ import type { Context } from './context.js';
 import type { DatabaseHandle } from './db/client.js';
 import { authenticate, hashToken, isWellFormedToken } from './domain/api-keys.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, READINESS_TIMEOUT_MS, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
-import { renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
+import { mayHoldDevelopmentKey, renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
 import { compileRead } from './graphql/compiled-reads.js';
 import { DATABASE_UNAVAILABLE, INTERNAL_ERROR_CODE, maskError } from './graphql/error-masking.js';
 import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { schema } from './graphql/schema.js';
-import { useCsrfPrevention } from './http/csrf.js';
 import { useFastPath } from './http/fast-path.js';
 import { RateLimiter, rateLimited } from './http/rate-limit.js';
 import { useRequestBodyLimit } from './http/request-body.js';
@@ -192,15 +191,17 @@ export function createApp(options: AppOptions): App {
       error: (...args) => yogaLog('error', args),
     },
     graphiql: config.graphiql
-      ? {
+      ? (request) => ({
           title: 'memstore',
           defaultQuery: FIRST_QUERY,
           headers:
-            developmentKey && config.nodeEnv !== 'production'
+            developmentKey && config.nodeEnv !== 'production' && mayHoldDevelopmentKey(request)
               ? JSON.stringify({ Authorization: `Bearer ${developmentKey}` }, null, 2)
               : undefined,
-        }
+        })
       : false,
+    // No cross-origin access: browsers hand other origins nothing of any answer.
+    cors: false,
     maskedErrors: { maskError: (error, message) => maskError(error, message) },
     renderGraphiQL,
     // Batched operations (a JSON array) are refused with 400 BAD_REQUEST.
@@ -228,7 +229,6 @@ export function createApp(options: AppOptions): App {
             ? undefined
             : (document, operation, variables) => compileRead(schema, document, operation, variables, database.run!, database.runRaw),
       })]),
-      useCsrfPrevention(),
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),
       useQueryLimits({ introspection }),
       useRequestTimeout({

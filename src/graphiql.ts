@@ -78,9 +78,46 @@ export async function renderGraphiQL(options?: GraphiQLOptions): Promise<string>
 </html>`;
 }
 
-/** Serves the GraphiQL bundle under /graphiql/<version>/<file>. */
+/** Host names of this machine only: a page reached through any other name may be another site's (DNS rebinding). */
+const LOOPBACK_HOST = /^(?:localhost|[a-z0-9-]+\.localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * Whether the GraphiQL page may carry the development key for this request: a navigation
+ * of this very origin, or one typed into the address bar (Sec-Fetch-Site same-origin or
+ * none; a client sending no fetch metadata, such as curl, counts as that), on a loopback
+ * host name. Another site, another port of this site (same-site), a script's fetch, or a
+ * host name that is not this machine's gets the page without it. Browsers read nothing of
+ * the page for other origins anyway (no CORS headers); this keeps the key out of it too.
+ */
+export function mayHoldDevelopmentKey(request: Request): boolean {
+  const site = request.headers.get('sec-fetch-site');
+  const mode = request.headers.get('sec-fetch-mode');
+  return (
+    LOOPBACK_HOST.test(new URL(request.url).hostname) &&
+    (site === null || site === 'same-origin' || site === 'none') &&
+    (mode === null || mode === 'navigate')
+  );
+}
+
+/** What the GraphiQL page is sent with: never cached, framed or read by another origin. */
+const PAGE_HEADERS: Record<string, string> = {
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "frame-ancestors 'none'",
+  'cross-origin-resource-policy': 'same-origin',
+  'cross-origin-opener-policy': 'same-origin',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  vary: 'Sec-Fetch-Site, Sec-Fetch-Mode, Host',
+};
+
+/** Serves the GraphiQL bundle under /graphiql/<version>/<file>, and sends the page with PAGE_HEADERS. */
 export function useGraphiQLAssets(): Plugin {
   return {
+    onResponse({ request, response }) {
+      if (request.method !== 'GET' || !(response.headers.get('content-type') ?? '').startsWith('text/html')) return;
+      for (const [name, value] of Object.entries(PAGE_HEADERS)) response.headers.set(name, value);
+    },
     async onRequest({ url, endResponse, fetchAPI }) {
       if (!url.pathname.startsWith(ASSET_ROOT)) return;
       const [version, name] = url.pathname.slice(ASSET_ROOT.length).split('/');

@@ -1,7 +1,9 @@
+import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import {
   CONTENT_MAX_BYTES,
+  MAX_DISCARDED_BODY_BYTES,
   MAX_REQUEST_BODY_BYTES,
   MEMORY_METADATA_MAX_KEYS,
   METADATA_KEY_MAX_CHARACTERS,
@@ -9,8 +11,9 @@ import {
   PATH_MAX_BYTES,
   PATH_SEGMENT_MAX_BYTES,
 } from '../src/domain/limits.js';
-import { CSRF_HEADER } from '../src/http/csrf.js';
+import { generateToken } from '../src/domain/api-keys.js';
 import { createStore, memoryRows } from './support/builders.js';
+import { startServerProcess } from './support/process.js';
 import { ListStores } from './support/documents.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
@@ -90,7 +93,7 @@ describe('the request body limit', () => {
     expect((await memoryRows(server.db, client.workspaceId, store.id)).map((row) => row.path)).toEqual(['notes/at-limit.md']);
   });
 
-  it('refuses a streamed body without Content-Length as soon as it passes the limit, without reading the rest', async () => {
+  it(`refuses a streamed body without Content-Length once it passes the limit, and reads (and discards) no more than ${MAX_DISCARDED_BODY_BYTES} bytes of it`, async () => {
     const client = await server.newWorkspace();
     const chunk = new Uint8Array(64 * 1024).fill(0x20);
     let pulled = 0;
@@ -103,10 +106,10 @@ describe('the request body limit', () => {
     const response = await post(client, endless);
     expect(response.status).toBe(413);
     expect(response.json.errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
-    expect(pulled * chunk.byteLength).toBeLessThan(MAX_REQUEST_BODY_BYTES + 4 * chunk.byteLength);
+    expect(pulled * chunk.byteLength).toBeLessThan(MAX_DISCARDED_BODY_BYTES + 4 * chunk.byteLength);
   });
 
-  it('refuses a declared Content-Length over the limit before reading the body', async () => {
+  it(`refuses a declared Content-Length over ${MAX_DISCARDED_BODY_BYTES} bytes before reading the body`, async () => {
     const client = await server.newWorkspace();
     let pulled = 0;
     const stream = new ReadableStream<Uint8Array>({
@@ -115,10 +118,46 @@ describe('the request body limit', () => {
         controller.enqueue(new Uint8Array(16).fill(0x20));
       },
     });
-    const response = await post(client, stream, { 'content-length': String(MAX_REQUEST_BODY_BYTES + 1) });
+    const response = await post(client, stream, { 'content-length': String(MAX_DISCARDED_BODY_BYTES + 1) });
     expect(response.status).toBe(413);
     expect(response.headers.get('connection')).toBe('close');
     expect(pulled).toBeLessThanOrEqual(1);
+  });
+
+  it('answers a 5 MB body with a 413 the client can read, every time, from a server process (30 tries with Content-Length, 30 chunked)', { timeout: 60_000 }, async () => {
+    const token = generateToken();
+    const process = startServerProcess({ MEMSTORE_DATA_DIR: 'memory://', MEMSTORE_BOOTSTRAP_KEYS: `big-bodies:${token}`, MEMSTORE_RATE_LIMIT_PER_SECOND: '0' });
+    try {
+      const { port } = new URL(await process.ready);
+      const body = Buffer.alloc(5 * 1024 * 1024, 0x20);
+      const send = (chunked: boolean) =>
+        new Promise<string>((resolve) => {
+          const headers: Record<string, string | number> = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+          if (!chunked) headers['content-length'] = body.byteLength;
+          const request = http.request({ host: '127.0.0.1', port, path: '/graphql', method: 'POST', headers }, (response) => {
+            let text = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk) => (text += chunk));
+            response.on('end', () => resolve(`${response.statusCode} ${JSON.parse(text).errors[0].extensions.code}`));
+            response.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+          });
+          request.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+          if (chunked) {
+            for (let offset = 0; offset < body.byteLength; offset += 64 * 1024) request.write(body.subarray(offset, offset + 64 * 1024));
+            request.end();
+          } else {
+            request.end(body);
+          }
+        });
+      for (const chunked of [false, true]) {
+        const outcomes: string[] = [];
+        for (let attempt = 0; attempt < 30; attempt += 1) outcomes.push(await send(chunked));
+        expect(outcomes, chunked ? 'chunked' : 'with Content-Length').toEqual(Array(30).fill('413 PAYLOAD_TOO_LARGE'));
+      }
+    } finally {
+      process.child.kill('SIGTERM');
+      await process.exited;
+    }
   });
 });
 
@@ -145,36 +184,38 @@ describe('what a request may be', () => {
     expect(withCharset.json).toEqual({ data: { __typename: 'Query' } });
   });
 
-  it('refuses requests a browser sends cross-site without a preflight (CSRF): GET, forms and plain text need the CSRF header', async () => {
+  it('answers GET /graphql?query=… with a valid key and no other header; without a key, 401 UNAUTHENTICATED', async () => {
     const client = await server.newWorkspace();
-    const authorization = `Bearer ${client.token}`;
-    const get = (headers: Record<string, string>) =>
-      server.app.fetch(`${GRAPHQL_URL}?query=${encodeURIComponent('{ __typename }')}`, { headers: { authorization, accept: 'application/json', ...headers } });
-    const refused = await get({});
-    expect(refused.status).toBe(403);
-    expect((await refused.json()).errors[0].extensions.code).toBe('CSRF_HEADER_REQUIRED');
-    const allowed = await get({ [CSRF_HEADER]: '1' });
+    const url = `${GRAPHQL_URL}?query=${encodeURIComponent('{ memoryStores { totalCount } }')}`;
+    const allowed = await server.app.fetch(url, { headers: { authorization: `Bearer ${client.token}` } });
     expect(allowed.status).toBe(200);
-    expect(await allowed.json()).toEqual({ data: { __typename: 'Query' } });
+    expect(await allowed.json()).toEqual({ data: { memoryStores: { totalCount: 0 } } });
+    const anonymous = await server.app.fetch(url, { headers: { accept: 'application/json' } });
+    expect(anonymous.status).toBe(401);
+    expect((await anonymous.json()).errors[0].extensions.code).toBe('UNAUTHENTICATED');
+  });
 
+  it('refuses POSTs of forms and plain text (what a page of another site can send without a preflight) with 415', async () => {
+    const client = await server.newWorkspace();
     for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
-      const response = await post(client, JSON.stringify({ query: '{ __typename }' }), { 'content-type': contentType });
-      expect(response.status, contentType).toBe(403);
-      expect(response.json.errors[0].extensions.code).toBe('CSRF_HEADER_REQUIRED');
+      const response = await post(client, JSON.stringify({ query: 'mutation { createMemoryStore(input: { name: "forged" }) { __typename } }' }), { 'content-type': contentType });
+      expect(response.status, contentType).toBe(415);
+      expect(response.json.errors[0].extensions.code).toBe('UNSUPPORTED_MEDIA_TYPE');
     }
+    expect((await client.data(ListStores, {})).memoryStores.totalCount).toBe(0);
   });
 
   it('refuses GET parameters that are not JSON with 400 BAD_REQUEST', async () => {
     const client = await server.newWorkspace();
     for (const parameters of ['variables=%7B', 'extensions=%7B', 'variables=%7B%22a%22%3A']) {
       const response = await server.app.fetch(`${GRAPHQL_URL}?query=%7B__typename%7D&${parameters}`, {
-        headers: { authorization: `Bearer ${client.token}`, accept: 'application/json', [CSRF_HEADER]: '1' },
+        headers: { authorization: `Bearer ${client.token}`, accept: 'application/json'},
       });
       expect(response.status, parameters).toBe(400);
       expect((await response.json()).errors[0].extensions.code).toBe('BAD_REQUEST');
     }
     const fine = await server.app.fetch(`${GRAPHQL_URL}?query=${encodeURIComponent('query ($n: Int) { memoryStores(first: $n) { totalCount } }')}&variables=${encodeURIComponent('{"n":1}')}`, {
-      headers: { authorization: `Bearer ${client.token}`, accept: 'application/json', [CSRF_HEADER]: '1' },
+      headers: { authorization: `Bearer ${client.token}`, accept: 'application/json'},
     });
     expect(await fine.json()).toEqual({ data: { memoryStores: { totalCount: 0 } } });
   });
@@ -183,7 +224,7 @@ describe('what a request may be', () => {
     const client = await server.newWorkspace();
     const query = encodeURIComponent('mutation { createMemoryStore(input: { name: "via-get" }) { __typename } }');
     const response = await server.app.fetch(`${GRAPHQL_URL}?query=${query}`, {
-      headers: { authorization: `Bearer ${client.token}`, accept: 'application/json', [CSRF_HEADER]: '1' },
+      headers: { authorization: `Bearer ${client.token}`, accept: 'application/json'},
     });
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe('POST');

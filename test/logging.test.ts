@@ -1,7 +1,6 @@
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
-import { CSRF_HEADER } from '../src/http/csrf.js';
 import { createLogger } from '../src/logger.js';
 import { createStore } from './support/builders.js';
 import { useTestServer } from './support/server.js';
@@ -38,7 +37,7 @@ describe('log lines', () => {
       await failingApp.fetch('http://memstore.test/graphql', { method: 'POST', headers, body: createMemory }),
       await app.fetch('http://memstore.test/graphql', { method: 'POST', headers, body: `{"query": "${SECRET}` }),
       await app.fetch(`http://memstore.test/graphql?query=${encodeURIComponent(`{ memory(id: "${SECRET}") { id } }`)}`, {
-        headers: { authorization: `Bearer ${client.token}`, [CSRF_HEADER]: '1' },
+        headers: { authorization: `Bearer ${client.token}` },
       }),
       await app.fetch('http://memstore.test/graphql', { method: 'POST', headers, body: createMemory }),
       await app.fetch('http://memstore.test/graphql', { method: 'POST', headers: { ...headers, authorization: `Bearer ${client.token}x` }, body: createMemory }),

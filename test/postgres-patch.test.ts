@@ -123,7 +123,7 @@ describe.skipIf(postgresUrl === undefined)('postgres.js when PostgreSQL ends a s
       const body = new Promise<void>((resolve) => (bodyDone = resolve));
       const transaction = sql.begin(async (tx) => {
         try {
-          const [{ pid }] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`;
+          const [{ pid }] = (await tx<{ pid: number }[]>`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
           // A query waiting for the pool's one connection: when the session ends, the pool
           // reconnects that connection for it at once.
           waiting = sql`select 1 as one`;
@@ -153,7 +153,7 @@ describe.skipIf(postgresUrl === undefined)('postgres.js when PostgreSQL ends a s
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     try {
       for (let round = 0; round < 5; round += 1) {
-        const [{ pid }] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+        const [{ pid }] = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
         const long = sql`select n from generate_series(1, 2000000) as n`.then(() => 'finished', (error: { code?: string }) => error.code);
         await new Promise((resolve) => setTimeout(resolve, 30));
         await terminate(pid);

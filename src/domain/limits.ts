@@ -93,6 +93,14 @@ export const CONTENT_FIELD_COST = 10;
  * maximal metadata escaped the same way, and the query — fits with room to spare.
  */
 export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+/**
+ * A body over MAX_REQUEST_BODY_BYTES is refused with 413, but read (and thrown away) up to
+ * this many bytes first: a client still sending when the server closes the connection gets
+ * EPIPE instead of the answer. A declared Content-Length over this is refused at once.
+ */
+export const MAX_DISCARDED_BODY_BYTES = 16 * 1024 * 1024;
+/** How long the rest of a refused body is read for, at most, in milliseconds. */
+export const DISCARD_BODY_TIMEOUT_MS = 5_000;
 
 /** Default time one request may run before it is ended with REQUEST_TIMEOUT (MEMSTORE_REQUEST_TIMEOUT_MS). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;

@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { DISCARD_BODY_TIMEOUT_MS, MAX_DISCARDED_BODY_BYTES } from '../domain/limits.js';
 
 export const PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE';
 export const UNSUPPORTED_MEDIA_TYPE = 'UNSUPPORTED_MEDIA_TYPE';
@@ -26,18 +27,55 @@ function badRequest(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
 }
 
-/** A declared Content-Length over the limit: 413 before a byte is read. */
-function refuseDeclaredOverLimit(request: Request, maxBytes: number): void {
+function declaredLength(request: Request): number | null {
   const declared = request.headers.get('content-length');
-  if (declared !== null && Number(declared) > maxBytes) throw payloadTooLarge(maxBytes);
+  return declared === null ? null : Number(declared);
 }
 
 /**
- * Reads a body as text. A declared Content-Length over maxBytes is refused before a byte
- * is read; a longer body as soon as it passes maxBytes (the stream is cancelled).
+ * Reads what is left of a refused body and throws it away — at most MAX_DISCARDED_BODY_BYTES
+ * in all and for at most DISCARD_BODY_TIMEOUT_MS — so that a client still sending gets the
+ * answer rather than EPIPE when the connection closes. Past either bound the rest is left.
+ */
+async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, alreadyReceived: number): Promise<void> {
+  let received = alreadyReceived;
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<'time up'>((resolve) => {
+    timer = setTimeout(() => resolve('time up'), DISCARD_BODY_TIMEOUT_MS);
+  });
+  try {
+    while (received <= MAX_DISCARDED_BODY_BYTES) {
+      const next = await Promise.race([reader.read(), timeUp]);
+      if (next === 'time up' || next.done) break;
+      received += next.value.byteLength;
+    }
+  } catch {
+    // The client went away: nothing left to read.
+  } finally {
+    clearTimeout(timer);
+    await reader.cancel().catch(() => {});
+  }
+}
+
+/** Discards a body nobody will parse (see discardRest), unless it declares more than MAX_DISCARDED_BODY_BYTES. */
+export async function discardBody(request: Request): Promise<void> {
+  const declared = declaredLength(request);
+  if (!request.body || request.bodyUsed || (declared !== null && declared > MAX_DISCARDED_BODY_BYTES)) return;
+  await discardRest(request.body.getReader(), 0);
+}
+
+/**
+ * Reads a body as text, at most maxBytes of it. A body found to be longer — by its declared
+ * Content-Length, or once the bytes read pass the limit — is refused with 413, after the
+ * rest of it has been discarded (see discardRest); a declared length over
+ * MAX_DISCARDED_BODY_BYTES is refused before a byte is read.
  */
 export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
-  refuseDeclaredOverLimit(request, maxBytes);
+  const declared = declaredLength(request);
+  if (declared !== null && declared > maxBytes) {
+    await discardBody(request);
+    throw payloadTooLarge(maxBytes);
+  }
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -47,7 +85,7 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
     if (done) break;
     received += value.byteLength;
     if (received > maxBytes) {
-      await reader.cancel().catch(() => {});
+      await discardRest(reader, received);
       throw payloadTooLarge(maxBytes);
     }
     chunks.push(value);
@@ -56,9 +94,9 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
 }
 
 /**
- * POST bodies: JSON only, at most `maxBytes`. A declared Content-Length over the limit is
- * refused before a byte is read; a body that turns out longer is refused as soon as it
- * passes the limit, before any of it is parsed. Replaces Yoga's POST parsers.
+ * POST bodies: JSON only, at most `maxBytes`, refused (413, 415) before any of it is parsed;
+ * the rest of a refused body is read and thrown away first (see discardRest). Replaces
+ * Yoga's POST parsers.
  */
 export function useRequestBodyLimit(maxBytes: number): Plugin {
   return {
@@ -69,11 +107,21 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
       }
       if (request.method !== 'POST') return;
       // Before the content type: an oversized body is refused as such, whatever it claims to be.
-      refuseDeclaredOverLimit(request, maxBytes);
-      if (!isJsonRequest(request)) {
-        throw new GraphQLError('POST requests must send Content-Type: application/json.', {
-          extensions: { code: UNSUPPORTED_MEDIA_TYPE, http: { status: 415 } },
+      if ((declaredLength(request) ?? 0) > maxBytes) {
+        setRequestParser(async (postRequest) => {
+          await discardBody(postRequest);
+          throw payloadTooLarge(maxBytes);
         });
+        return;
+      }
+      if (!isJsonRequest(request)) {
+        setRequestParser(async (postRequest) => {
+          await discardBody(postRequest);
+          throw new GraphQLError('POST requests must send Content-Type: application/json.', {
+            extensions: { code: UNSUPPORTED_MEDIA_TYPE, http: { status: 415 } },
+          });
+        });
+        return;
       }
       setRequestParser(async (postRequest) => {
         const text = await readBodyText(postRequest, maxBytes);

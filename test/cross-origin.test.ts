@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.js';
+import { useTestServer } from './support/server.js';
+
+/**
+ * Other web origins get nothing a browser would hand them: no CORS headers at all (none is
+ * configured), and the GraphiQL page holds the development key only when it is opened by
+ * a navigation of this very origin (or typed into the address bar) on a loopback address.
+ */
+
+const server = useTestServer();
+const DEVELOPMENT_KEY = 'msk_0123456789abcdefghijABCDEFGHIJ0123456789';
+const PAGE_URL = 'http://localhost:4000/graphql';
+
+function developmentApp() {
+  return createApp({ config: { nodeEnv: 'development', graphiql: true }, database: server.database.handle, developmentKey: DEVELOPMENT_KEY });
+}
+
+async function openPage(headers: Record<string, string>, url = PAGE_URL) {
+  const response = await developmentApp().fetch(url, { headers: { accept: 'text/html', ...headers } });
+  return { response, html: await response.text() };
+}
+
+const CORS_HEADERS = ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-allow-methods', 'access-control-allow-headers'];
+
+describe('requests from other web origins', () => {
+  it('a query sent from another origin gets an answer without any CORS header, so the browser hands the page nothing', async () => {
+    const client = await server.newWorkspace();
+    const response = await server.app.fetch('http://localhost:4000/graphql', {
+      method: 'POST',
+      headers: { origin: 'https://evil.example', 'content-type': 'application/json', authorization: `Bearer ${client.token}` },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
+    expect(response.status).toBe(200);
+    for (const header of CORS_HEADERS) expect(response.headers.get(header), header).toBeNull();
+  });
+
+  it('a preflight from another origin is not granted', async () => {
+    const response = await server.app.fetch('http://localhost:4000/graphql', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+    });
+    for (const header of CORS_HEADERS) expect(response.headers.get(header), header).toBeNull();
+  });
+
+  it('the GraphiQL page opened from another site, another port of this site, or by a script holds no key and no CORS header', async () => {
+    for (const headers of [
+      { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate', origin: 'https://evil.example' },
+      { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' },
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate' },
+      { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors' },
+    ] as Record<string, string>[]) {
+      const { response, html } = await openPage(headers);
+      expect(response.status, JSON.stringify(headers)).toBe(200);
+      expect(html, JSON.stringify(headers)).toContain('YogaGraphiQL');
+      expect(html, JSON.stringify(headers)).not.toContain(DEVELOPMENT_KEY);
+      for (const header of CORS_HEADERS) expect(response.headers.get(header), header).toBeNull();
+    }
+  });
+
+  it('the GraphiQL page reached through a name that is not a loopback address (DNS rebinding) holds no key', async () => {
+    const { html } = await openPage({ 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'navigate' }, 'http://attacker.example:4000/graphql');
+    expect(html).toContain('YogaGraphiQL');
+    expect(html).not.toContain(DEVELOPMENT_KEY);
+  });
+
+  it('the GraphiQL page typed into the address bar, or opened from this origin, on a loopback address holds the key, and may not be framed, cached or read by other origins', async () => {
+    for (const [headers, url] of [
+      [{ 'sec-fetch-site': 'none', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' }, PAGE_URL],
+      [{ 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'navigate' }, 'http://127.0.0.1:4000/graphql'],
+      // A client that sends no fetch metadata at all (curl, an old browser): the host check still applies.
+      [{}, 'http://[::1]:4000/graphql'],
+    ] as const) {
+      const { response, html } = await openPage(headers, url);
+      expect(html, url).toContain(`Bearer ${DEVELOPMENT_KEY}`);
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      expect(response.headers.get('x-frame-options')).toBe('DENY');
+      expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(response.headers.get('cross-origin-resource-policy')).toBe('same-origin');
+      expect(response.headers.get('cross-origin-opener-policy')).toBe('same-origin');
+      expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(response.headers.get('vary')?.toLowerCase()).toContain('sec-fetch-site');
+      for (const header of CORS_HEADERS) expect(response.headers.get(header), header).toBeNull();
+    }
+  });
+
+  it('the GraphiQL page never holds a key in production', async () => {
+    const app = createApp({ config: { nodeEnv: 'production', graphiql: true }, database: server.database.handle, developmentKey: DEVELOPMENT_KEY });
+    const response = await app.fetch(PAGE_URL, { headers: { accept: 'text/html', 'sec-fetch-site': 'none', 'sec-fetch-mode': 'navigate' } });
+    expect(await response.text()).not.toContain(DEVELOPMENT_KEY);
+  });
+});
