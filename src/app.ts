@@ -14,7 +14,7 @@ import { useQueryLimits } from './graphql/query-limits.js';
 import { schema } from './graphql/schema.js';
 import { useFastPath } from './http/fast-path.js';
 import { RateLimiter, rateLimited } from './http/rate-limit.js';
-import { useRequestBodyLimit } from './http/request-body.js';
+import { CLIENT_CLOSED_REQUEST, useRequestBodyLimit } from './http/request-body.js';
 import { useRequestTimeout } from './http/request-timeout.js';
 import { silentLogger, type Logger } from './logger.js';
 import type { Viewer } from './domain/viewer.js';
@@ -110,12 +110,7 @@ export function createApp(options: AppOptions): App {
     },
     onResultProcess({ request, result }) {
       // Masked errors carry the original for this log line only; clients see the mask.
-      for (const single of Array.isArray(result) ? result : [result]) {
-        const errors = (single as { errors?: readonly GraphQLError[] }).errors ?? [];
-        for (const error of errors) {
-          if (error.extensions?.code === INTERNAL_ERROR_CODE || error.extensions?.code === DATABASE_UNAVAILABLE) logInternalError(request, error);
-        }
-      }
+      for (const single of Array.isArray(result) ? result : [result]) logErrors(request, (single as { errors?: readonly GraphQLError[] }).errors ?? []);
     },
     onResponse({ request, response }) {
       const state = requestState(request);
@@ -130,10 +125,16 @@ export function createApp(options: AppOptions): App {
     },
   };
 
-  const logInternalError = (request: Request, error: GraphQLError) => {
-    const fields = { requestId: requestIdOf(request), path: error.path, error: error.originalError ?? error };
-    if (error.extensions?.code === DATABASE_UNAVAILABLE) logger.warn('database unavailable', fields);
-    else logger.error('unexpected error', fields);
+  /** The log lines of an answer's errors: internal ones at error level, database trouble at warn, a client gone at debug. */
+  const logErrors = (request: Request, errors: readonly GraphQLError[]) => {
+    for (const error of errors) {
+      const code = error.extensions?.code;
+      const requestId = requestIdOf(request);
+      const details = { requestId, path: error.path, error: error.originalError ?? error };
+      if (code === CLIENT_CLOSED_REQUEST) logger.debug('client went away before its request was read', { requestId });
+      else if (code === DATABASE_UNAVAILABLE) logger.warn('database unavailable', details);
+      else if (code === INTERNAL_ERROR_CODE) logger.error('unexpected error', details);
+    }
   };
 
   const INVALID_CREDENTIALS = 'Invalid credentials: the API key is unknown, malformed or revoked.';
@@ -217,7 +218,7 @@ export function createApp(options: AppOptions): App {
         startedAt: (request) => requestState(request).startedAt,
         buildContext,
         maskError,
-        onInternalError: logInternalError,
+        onErrors: logErrors,
         adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
         admit,
         tokenSha256Of,

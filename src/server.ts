@@ -2,7 +2,6 @@ import { createServer } from 'node:http';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createDb, DataDirInUseError } from './db/client.js';
-import { BootstrapKeyError } from './domain/api-keys.js';
 import { HTTP_HEADERS_TIMEOUT_MS, HTTP_RECEIVE_TIMEOUT_MS } from './domain/limits.js';
 import { createLogger } from './logger.js';
 import { ensureApiKeys, readDevelopmentKey } from './startup.js';
@@ -32,7 +31,7 @@ async function main(): Promise<void> {
       afterMigrate: (db) => ensureApiKeys(db, config, logger),
     });
   } catch (error) {
-    if (error instanceof DataDirInUseError || error instanceof BootstrapKeyError) {
+    if (error instanceof DataDirInUseError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(1);
     }

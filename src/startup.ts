@@ -18,10 +18,16 @@ export function developmentKeyFile(config: Pick<Config, 'dataDir'>): string | nu
 export async function ensureApiKeys(db: Database, config: Pick<Config, 'bootstrapKeys' | 'dataDir'>, logger: Logger): Promise<void> {
   const now = new Date();
   if (config.bootstrapKeys) {
+    // One entry never stops the start for the others: a key revoked through the API stays
+    // revoked (a workspace's ADMIN must be able to revoke a leaked key), and the server says so.
+    const ensured = new Set<string>();
     for (const { workspaceId, token } of config.bootstrapKeys) {
-      await ensureAdminKey(db, workspaceId, token, now, 'bootstrap key');
+      const outcome = await ensureAdminKey(db, workspaceId, token, now, 'bootstrap key');
+      if (outcome === 'ensured') ensured.add(workspaceId);
+      else if (outcome === 'revoked') logger.warn('bootstrap key skipped: it has been revoked; remove it from MEMSTORE_BOOTSTRAP_KEYS', { workspaceId });
+      else logger.warn('bootstrap key skipped: it belongs to another workspace', { workspaceId });
     }
-    logger.info('bootstrap keys ensured', { workspaces: [...new Set(config.bootstrapKeys.map((key) => key.workspaceId))] });
+    logger.info('bootstrap keys ensured', { workspaces: [...ensured] });
     return;
   }
   if (!(await hasNoApiKeys(db))) return;

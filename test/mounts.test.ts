@@ -127,10 +127,11 @@ describe('mountMemoryStore', () => {
     expect(await mountRows(server.db, client.workspaceId)).toEqual([]);
   });
 
-  it('mounts another pair\'s system-managed default store READ_ONLY and not system-managed: explicit mounts are never writable', async () => {
+  it('mounts a system-managed default store on another pair of its identity READ_ONLY and not system-managed: explicit mounts are never writable', async () => {
     const client = await server.newWorkspace();
     const owner = newPair();
-    const reader = newPair();
+    // Another template of the same identity: another identity's default store cannot be mounted (test/default-store-privacy.test.ts).
+    const reader = { identityId: owner.identityId, templateId: newPair().templateId };
     const session = await startSession(client, owner);
     const defaultStoreId = session.defaultMemoryStore!.id;
     const mount = await mountStore(client, defaultStoreId, reader);
@@ -487,7 +488,7 @@ describe('MemoryStore.mounts and bindingInfo', () => {
   it('count the owning pair\'s default slot for a default store, and explicit mounts by other pairs besides', async () => {
     const client = await server.newWorkspace();
     const owner = newPair();
-    const reader = newPair();
+    const reader = { identityId: owner.identityId, templateId: newPair().templateId };
     const session = await startSession(client, owner);
     const defaultStoreId = session.defaultMemoryStore!.id;
     expect(session.defaultMemoryStore.bindingInfo.identityTemplateCount).toBe(1);
@@ -541,7 +542,7 @@ describe('archive and delete guards', () => {
   it('archiving a default store that another pair mounts explicitly is a CONFLICT', async () => {
     const client = await server.newWorkspace();
     const owner = newPair();
-    const reader = newPair();
+    const reader = { identityId: owner.identityId, templateId: newPair().templateId };
     const defaultStoreId = (await startSession(client, owner)).defaultMemoryStore.id;
     await mountStore(client, defaultStoreId, reader);
     expect((await client.data(ArchiveStore, { id: defaultStoreId })).archiveMemoryStore).toMatchObject({ __typename: 'ConflictError', code: 'CONFLICT' });

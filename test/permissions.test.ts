@@ -327,6 +327,24 @@ describe('what IDENTITY keys may read', () => {
     expect(response.data.mountMemoryStore).toEqual({ __typename: 'MountMemoryStoreSuccess', mount: { name: world.seed.store.input.name, entryCount: 1, memoryStore: null } });
   });
 
+  it("cannot mount another identity's default store on its own pair: NOT_FOUND, word for word as for a store that does not exist", async () => {
+    const world = await newWorld();
+    const otherPair = freshPair();
+    const other = await createKey(world.seed.admin, 'IDENTITY', otherPair.identityId, 'other identity');
+    const mount = (memoryStoreId: string) =>
+      sendRaw(other.client, `mutation ($input: MountMemoryStoreInput!) { mountMemoryStore(input: $input) { ${RESULT} } }`, { input: { memoryStoreId, ...otherPair } });
+    const before = await tenantSnapshot(server.db, world.seed.admin.workspaceId);
+    const missing = 'memstore_00000000000000000000';
+    const refused = await mount(world.seed.session.defaultMemoryStoreId);
+    const unknown = await mount(missing);
+    expect(refused.data.mountMemoryStore.code).toBe('NOT_FOUND');
+    expect(refused.data.mountMemoryStore).toEqual({
+      ...unknown.data.mountMemoryStore,
+      message: unknown.data.mountMemoryStore.message.replace(missing, world.seed.session.defaultMemoryStoreId),
+    });
+    expect(await tenantSnapshot(server.db, world.seed.admin.workspaceId)).toEqual(before);
+  });
+
   it('ADMIN keys read all three nested fields', async () => {
     const world = await newWorld();
     const { seed } = world;

@@ -5,8 +5,8 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DatabaseHandle } from '../src/db/client.js';
 import { apiKeys } from '../src/db/schema.js';
-import { authenticate, BootstrapKeyError } from '../src/domain/api-keys.js';
-import { silentLogger } from '../src/logger.js';
+import { authenticate } from '../src/domain/api-keys.js';
+import { createLogger, silentLogger } from '../src/logger.js';
 import { ensureApiKeys, readDevelopmentKey } from '../src/startup.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 
@@ -79,10 +79,16 @@ describe('API keys at startup', () => {
     expect(fs.existsSync(path.join(dir, 'dev-api-key'))).toBe(false);
   });
 
-  it('refuses a bootstrap token that already belongs to another workspace', async () => {
-    await expect(
-      ensureApiKeys(database.db, { bootstrapKeys: [{ workspaceId: 'gamma', token: token('a') }], dataDir: dataDir() }, silentLogger),
-    ).rejects.toBeInstanceOf(BootstrapKeyError);
+  it('skips, with a warning, a bootstrap token that already belongs to another workspace: the other entries are ensured and nothing moves', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('warn', (line) => lines.push(line));
+    await ensureApiKeys(database.db, { bootstrapKeys: [{ workspaceId: 'gamma', token: token('a') }, { workspaceId: 'delta', token: token('d') }], dataDir: dataDir() }, logger);
+    expect(await authenticate(database.db, token('a'))).toMatchObject({ workspaceId: 'alpha' });
+    expect(await authenticate(database.db, token('d'))).toMatchObject({ workspaceId: 'delta', kind: 'admin' });
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      expect.objectContaining({ level: 'warn', msg: 'bootstrap key skipped: it belongs to another workspace', workspaceId: 'gamma' }),
+    ]);
+    expect(lines.join('')).not.toContain(token('a'));
   });
 
   it('does not pre-fill GraphiQL with a saved key that no longer works', async () => {
@@ -93,12 +99,17 @@ describe('API keys at startup', () => {
 });
 
 describe('bootstrap keys that were revoked', () => {
-  it('are refused at startup rather than silently working again', async () => {
+  it('stay revoked, and the start goes on for every other workspace with a warning that names theirs', async () => {
     const revoked = token('r');
     await ensureApiKeys(database.db, { bootstrapKeys: [{ workspaceId: 'revoked-ws', token: revoked }], dataDir: dataDir() }, silentLogger);
     await database.db.update(apiKeys).set({ revokedAt: new Date() }).where(eq(apiKeys.workspaceId, 'revoked-ws'));
-    await expect(
-      ensureApiKeys(database.db, { bootstrapKeys: [{ workspaceId: 'revoked-ws', token: revoked }], dataDir: dataDir() }, silentLogger),
-    ).rejects.toBeInstanceOf(BootstrapKeyError);
+    const lines: string[] = [];
+    const bootstrapKeys = [{ workspaceId: 'revoked-ws', token: revoked }, { workspaceId: 'still-fine', token: token('f') }];
+    await ensureApiKeys(database.db, { bootstrapKeys, dataDir: dataDir() }, createLogger('warn', (line) => lines.push(line)));
+    expect(await authenticate(database.db, revoked)).toBeNull();
+    expect(await authenticate(database.db, token('f'))).toMatchObject({ workspaceId: 'still-fine', kind: 'admin' });
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      expect.objectContaining({ level: 'warn', msg: 'bootstrap key skipped: it has been revoked; remove it from MEMSTORE_BOOTSTRAP_KEYS', workspaceId: 'revoked-ws' }),
+    ]);
   });
 });

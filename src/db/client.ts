@@ -66,7 +66,8 @@ export interface DatabaseOptions {
  */
 const CONNECT_TIMEOUT_SECONDS = 5;
 
-const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
+/** The migrations drizzle-kit generates, applied in order at startup (tests apply prefixes of them). */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 /** Any fixed number: the key of the advisory lock that serializes migrations. */
 const MIGRATION_LOCK_KEY = 7_214_889_301;
 

@@ -212,7 +212,9 @@ export const memoryStoreMounts = pgTable(
 export const sessions = pgTable(
   'sessions',
   {
-    workspaceId: keyText('workspace_id').notNull(),
+    workspaceId: keyText('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
     id: keyText('id').notNull(),
     identityId: text('identity_id').notNull(),
     templateId: text('template_id').notNull(),

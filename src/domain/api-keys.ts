@@ -61,18 +61,15 @@ export async function authenticate(db: Database, token: string): Promise<Viewer 
   return key ? { workspaceId: key.workspaceId, apiKeyId: key.id, kind: key.kind, identityId: key.identityId } : null;
 }
 
-export class BootstrapKeyError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'BootstrapKeyError';
-  }
-}
+/** What became of an ADMIN key that had to exist: there and working, revoked earlier, or the token of another workspace's key. */
+export type EnsuredKey = 'ensured' | 'revoked' | 'belongs to another workspace';
 
 /**
  * Makes sure the workspace and an ADMIN key with this token exist (MEMSTORE_BOOTSTRAP_KEYS).
- * Idempotent; a token already registered to another workspace is an error.
+ * Idempotent. A key that was revoked stays revoked, and a token registered to another
+ * workspace stays there: the caller hears which, and nothing changes.
  */
-export async function ensureAdminKey(db: Database, workspaceId: string, token: string, now: Date, name: string): Promise<void> {
+export async function ensureAdminKey(db: Database, workspaceId: string, token: string, now: Date, name: string): Promise<EnsuredKey> {
   const tokenSha256 = hashToken(token);
   await db.insert(workspaces).values({ id: workspaceId, createdAt: now }).onConflictDoNothing();
   await db
@@ -83,12 +80,8 @@ export async function ensureAdminKey(db: Database, workspaceId: string, token: s
     .select({ workspaceId: apiKeys.workspaceId, revokedAt: apiKeys.revokedAt })
     .from(apiKeys)
     .where(eq(apiKeys.tokenSha256, tokenSha256));
-  if (!existing || existing.workspaceId !== workspaceId) {
-    throw new BootstrapKeyError(`A bootstrap key for workspace "${workspaceId}" is already registered to another workspace.`);
-  }
-  if (existing.revokedAt !== null) {
-    throw new BootstrapKeyError(`A bootstrap key for workspace "${workspaceId}" has been revoked; remove it from MEMSTORE_BOOTSTRAP_KEYS.`);
-  }
+  if (!existing || existing.workspaceId !== workspaceId) return 'belongs to another workspace';
+  return existing.revokedAt === null ? 'ensured' : 'revoked';
 }
 
 /** True when the database holds no API key at all (a brand-new installation). */

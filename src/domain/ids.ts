@@ -28,11 +28,15 @@ function freshRandom(): number {
   return randomInt(HALF_RANDOM_SPACE) * HALF_RANDOM_SPACE + randomInt(HALF_RANDOM_SPACE);
 }
 
+/** The largest step between the random parts of two ids of one millisecond (2^40). */
+const MAX_RANDOM_STEP = 2 ** 40;
+
 /**
  * Makes id bodies: 10 base36 characters of milliseconds since the epoch, then 10 random
  * ones. Bodies of one generator strictly increase: when the clock has not moved on (or
- * moved back), the previous time is kept and the random part is incremented, so ids made
- * in one millisecond still sort in creation order.
+ * moved back), the previous time is kept and the random part grows by a random step of 1
+ * to 2^40, so ids made in one millisecond still sort in creation order, and none gives
+ * away another (a neighbour lies somewhere among a trillion values).
  */
 export class IdGenerator {
   private lastTime = -1;
@@ -45,7 +49,7 @@ export class IdGenerator {
       random = freshRandom();
     } else {
       time = this.lastTime;
-      random = this.lastRandom + 1;
+      random = this.lastRandom + 1 + randomInt(MAX_RANDOM_STEP - 1);
       if (random >= RANDOM_SPACE) {
         time += 1;
         random = freshRandom();

@@ -7,7 +7,7 @@ import { ConflictError, NotFoundError, PreconditionFailedError } from './errors.
 import { isIdOfKind, newId } from './ids.js';
 import { MEMORY_METADATA_MAX_KEYS } from './limits.js';
 import { fetchPagesByParent, type KeysetList, type Page, type PageWindow } from './pagination.js';
-import { checkContent, checkMetadata, checkPath, checkSha256, IssueList, pathViolations } from './validation.js';
+import { checkContent, checkMetadata, checkPath, checkSha256, isStorableText, IssueList } from './validation.js';
 import type { Writer } from './viewer.js';
 import { actorColumns, versionValuesFor, type MemoryVersionRecord } from './versions.js';
 
@@ -65,8 +65,8 @@ export async function loadMemoriesByPath(
   workspaceId: string,
   keys: readonly { memoryStoreId: string; path: string }[],
 ): Promise<MemoryRecord[]> {
-  // A path that breaks the path rules cannot be stored (and NUL cannot even be sent to PostgreSQL).
-  const valid = keys.filter((key) => pathViolations(key.path).length === 0);
+  // NUL and lone surrogates cannot even be sent to PostgreSQL; no stored path holds them.
+  const valid = keys.filter((key) => isStorableText(key.path));
   if (valid.length === 0) return [];
   return db
     .select()

@@ -103,10 +103,16 @@ function storeNotFound(id: string): NotFoundError {
   return new NotFoundError(`No memory store with id "${id}".`);
 }
 
+/** Whether a store is the system-managed default store of an identity other than the pair's. */
+export function isAnotherIdentitysDefaultStore(store: { systemManaged: boolean; identityId: string | null }, pair: Pair): boolean {
+  return store.systemManaged && store.identityId !== pair.identityId;
+}
+
 /**
  * Mounts an active store on a pair, READ_ONLY. Idempotent: mounting again returns the
  * existing mount with its first createdAt; mounting the pair's own default store returns
- * its default slot. More than 10 explicit mounts on a pair is a CONFLICT.
+ * its default slot. More than 10 explicit mounts on a pair is a CONFLICT. The default store
+ * of another identity is NOT_FOUND, exactly as a store that does not exist, for every key.
  */
 export async function mountMemoryStore(db: Database, workspaceId: string, input: MountInput, now: Date): Promise<MountRecord> {
   checkPair(input);
@@ -116,11 +122,13 @@ export async function mountMemoryStore(db: Database, workspaceId: string, input:
     // A shared lock on the store: an archive or delete (which lock it for update) waits for
     // this mount to commit and then sees it, or commits first and this sees it archived.
     const [store] = await tx
-      .select({ status: memoryStores.status })
+      .select({ status: memoryStores.status, systemManaged: memoryStores.systemManaged, identityId: memoryStores.identityId })
       .from(memoryStores)
       .where(and(eq(memoryStores.workspaceId, workspaceId), eq(memoryStores.id, input.memoryStoreId)))
       .for('share');
-    if (!store) throw storeNotFound(input.memoryStoreId);
+    // Another identity's default store is its private memory: it is not there, whoever asks
+    // (checked before anything else, so that no answer tells it exists).
+    if (!store || isAnotherIdentitysDefaultStore(store, input)) throw storeNotFound(input.memoryStoreId);
     if (store.status === 'archived') throw new ConflictError('The memory store is archived: only active stores can be mounted.');
 
     const [existing] = await tx

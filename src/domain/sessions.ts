@@ -7,7 +7,7 @@ import { NotFoundError, PermissionError } from './errors.js';
 import { isIdOfKind, newId } from './ids.js';
 import { AGENT_MEMORY_METADATA, DEFAULT_STORE_NAME, STORE_CREATED_BY_KEY, STORE_CREATED_BY_VALUE } from './limits.js';
 import { deleteMemoryAtPath, pathPrefixFilter, writeMemoryAtPath, type DeletedMemory, type MemoryRecord, type MemorySummary } from './memories.js';
-import { allMountsOfPair, checkPair, lockPair, type MountRecord, type Pair } from './mounts.js';
+import { allMountsOfPair, checkPair, isAnotherIdentitysDefaultStore, lockPair, type MountRecord, type Pair } from './mounts.js';
 import { compareCodePoints, type Page, type PageWindow } from './pagination.js';
 import { IssueList } from './validation.js';
 import type { Writer } from './viewer.js';
@@ -77,10 +77,12 @@ export async function createSession(db: Database, workspaceId: string, input: Cr
     if (managed) {
       const mounts = await allMountsOfPair(tx, workspaceId, input);
       const active = await tx
-        .select({ id: memoryStores.id })
+        .select({ id: memoryStores.id, systemManaged: memoryStores.systemManaged, identityId: memoryStores.identityId })
         .from(memoryStores)
         .where(and(eq(memoryStores.workspaceId, workspaceId), anyOf(memoryStores.id, mounts.map((mount) => mount.memoryStoreId)), eq(memoryStores.status, 'active')));
-      const activeIds = new Set(active.map((store) => store.id));
+      // Another identity's default store is never injected (no such mount can be made; the
+      // migration that forbade them removed older ones, and this keeps it so).
+      const activeIds = new Set(active.filter((store) => !isAnotherIdentitysDefaultStore(store, input)).map((store) => store.id));
       injected = mounts
         .filter((mount) => activeIds.has(mount.memoryStoreId))
         .map((mount) => ({ memoryStoreId: mount.memoryStoreId, access: mount.access, systemManaged: mount.systemManaged, createdAt: mount.createdAt.toISOString() }));

@@ -131,6 +131,7 @@ export const PATH_RULES = {
   unicode: 'must be valid Unicode (it contains a lone surrogate)',
   empty: 'must not be empty',
   forbiddenCharacter: 'must not contain "\\" or NUL',
+  invisibleCharacter: 'must not contain control characters or invisible formatting characters (bidirectional controls, zero-width characters)',
   absolute: 'must be relative: it cannot start with "/"',
   tooLong: `must be at most ${PATH_MAX_BYTES} bytes of UTF-8`,
   tooManySegments: `must have at most ${PATH_MAX_SEGMENTS} segments`,
@@ -142,12 +143,28 @@ export const PATH_RULES = {
 
 export type PathRule = keyof typeof PATH_RULES;
 
+/**
+ * What a path may not hold besides `\` and NUL: every other control character (C0, DEL,
+ * C1), every invisible formatting character (Unicode category Cf: bidirectional marks,
+ * embeddings, overrides and isolates, zero-width space, joiner and non-joiner, word joiner,
+ * soft hyphen, byte order mark, tag characters) and the line and paragraph separators.
+ * Such characters make two paths that look alike differ, or make a path display as
+ * another (a right-to-left override turns "txt.exe" around).
+ */
+const INVISIBLE_PATH_CHARACTER = /[\u0001-\u001F\u007F-\u009F\p{Cf}\u2028\u2029]/u;
+
+/** Whether a string can be sent to the database at all (PostgreSQL text holds no NUL; UTF-8 no lone surrogate). */
+export function isStorableText(value: string): boolean {
+  return value.isWellFormed() && !value.includes('\u0000');
+}
+
 /** Every path rule the path breaks (empty when it is valid). Paths are case-sensitive. */
 export function pathViolations(path: string): PathRule[] {
   if (!path.isWellFormed()) return ['unicode'];
   if (path === '') return ['empty'];
   const broken = new Set<PathRule>();
   if (path.includes('\\') || path.includes('\u0000')) broken.add('forbiddenCharacter');
+  if (INVISIBLE_PATH_CHARACTER.test(path)) broken.add('invisibleCharacter');
   if (path.startsWith('/')) broken.add('absolute');
   if (utf8Bytes(path) > PATH_MAX_BYTES) broken.add('tooLong');
   const segments = path.split('/');

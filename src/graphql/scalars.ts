@@ -78,7 +78,8 @@ function parseJsonObject(value: unknown): Record<string, unknown> {
 
 export const JSONObjectScalar = new GraphQLScalarType<Record<string, unknown>, Record<string, unknown>>({
   name: 'JSONObject',
-  description: 'A metadata map: a JSON object whose values are strings. Key and value limits are checked by the field that takes it.',
+  description:
+    'A metadata map: a JSON object whose values are strings. Key and value limits are checked by the field that takes it. In answers the keys come in one fixed order, whatever order they were given in: keys that are array indices (0, 1, 2, … up to 4294967294) first, ascending as numbers, then the others by their length in UTF-8 bytes, ties in byte order.',
   serialize: (value) => parseJsonObject(value),
   parseValue: parseJsonObject,
   parseLiteral: (ast: ValueNode, variables) => {

@@ -52,8 +52,8 @@ export interface FastPathOptions<Context> {
   noteKey(tokenSha256: string, apiKeyId: string): void;
   /** The app's error mask: expected errors pass, others become INTERNAL_SERVER_ERROR. */
   maskError(error: unknown): GraphQLError;
-  /** Called with each masked internal error, for the log. */
-  onInternalError(request: Request, error: GraphQLError): void;
+  /** Called with the errors of every answer, as clients see them, for the log. */
+  onErrors(request: Request, errors: readonly GraphQLError[]): void;
   /** The request Yoga continues with replaces the original: carry its state (request id, clock). */
   adoptRequest(original: Request, replacement: Request): void;
   /** One statement that authenticates and answers the whole query, or null (graphql/compiled-reads.ts). */
@@ -123,11 +123,8 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
 
   const respond = (request: Request, result: ExecutionResult, mediaType: ResultMediaType, fetchAPI: { Response: typeof Response }) => {
     if (result.errors?.length) {
-      const masked = result.errors.map((error) => {
-        const mask = options.maskError(error);
-        if (mask !== error) options.onInternalError(request, mask);
-        return mask;
-      });
+      const masked = result.errors.map((error) => options.maskError(error));
+      options.onErrors(request, masked);
       result = { ...result, errors: masked };
     }
     return processRegularResult(result, fetchAPI as never, mediaType) as Response;

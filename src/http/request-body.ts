@@ -3,6 +3,8 @@ import type { Plugin } from 'graphql-yoga';
 import { DISCARD_BODY_TIMEOUT_MS, MAX_DISCARDED_BODY_BYTES } from '../domain/limits.js';
 
 export const PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE';
+/** The client closed its connection before its whole request arrived: there is no one to answer. */
+export const CLIENT_CLOSED_REQUEST = 'CLIENT_CLOSED_REQUEST';
 export const UNSUPPORTED_MEDIA_TYPE = 'UNSUPPORTED_MEDIA_TYPE';
 
 /** The content types a POST may carry: JSON only (no multipart, forms or plain text). */
@@ -21,6 +23,21 @@ export function payloadTooLarge(maxBytes: number): GraphQLError {
   return new GraphQLError(`The request body is larger than ${maxBytes} bytes, the limit.`, {
     extensions: { code: PAYLOAD_TOO_LARGE, max: maxBytes, http: { status: 413, headers: { connection: 'close' } } },
   });
+}
+
+function clientWentAway(): GraphQLError {
+  return new GraphQLError('The client closed the connection before its request arrived.', {
+    extensions: { code: CLIENT_CLOSED_REQUEST, http: { status: 400 } },
+  });
+}
+
+/** The next chunk of a body; a client that went away (the read fails) is CLIENT_CLOSED_REQUEST, not a failure of ours. */
+async function readChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<ReadableStreamReadResult<Uint8Array>> {
+  try {
+    return await reader.read();
+  } catch {
+    throw clientWentAway();
+  }
 }
 
 function badRequest(message: string): GraphQLError {
@@ -81,7 +98,7 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
   const chunks: Uint8Array[] = [];
   let received = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await readChunk(reader);
     if (done) break;
     received += value.byteLength;
     if (received > maxBytes) {

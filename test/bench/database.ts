@@ -48,7 +48,9 @@ export async function migrateAndSeed(options: {
   const database = await createDb({
     databaseUrl: options.databaseUrl,
     dataDir: options.dataDir,
-    afterMigrate: (db) => ensureAdminKey(db, BENCH_WORKSPACE, options.token, new Date(), 'bench key'),
+    afterMigrate: async (db) => {
+      await ensureAdminKey(db, BENCH_WORKSPACE, options.token, new Date(), 'bench key');
+    },
   });
   try {
     const result = await database.db.execute(sql`select id from api_keys where workspace_id = ${BENCH_WORKSPACE} limit 1`);

@@ -65,8 +65,8 @@ export interface TestServer {
   app: App;
   database: TestDatabase;
   db: Database;
-  /** A new workspace with one ADMIN key, and a client that uses it. */
-  newWorkspace(): Promise<TestClient>;
+  /** A new workspace (of a fresh id, unless given) with one ADMIN key, and a client that uses it. */
+  newWorkspace(workspaceId?: string): Promise<TestClient>;
   /** A client without credentials (or with the given raw token). */
   anonymous(token?: string | null): TestClient;
 }
@@ -79,8 +79,7 @@ export async function startTestServer(): Promise<TestServer> {
     app,
     database,
     db,
-    async newWorkspace() {
-      const workspaceId = `ws_${randomBytes(6).toString('hex')}`;
+    async newWorkspace(workspaceId = `ws_${randomBytes(6).toString('hex')}`) {
       const token = generateToken();
       await ensureAdminKey(db, workspaceId, token, new Date(), 'test key');
       return new TestClient(app, token, workspaceId);

@@ -29,7 +29,7 @@ import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
 // ---------------------------------------------------------------------------------------
 // The type
 
-const pathRules = `a relative path of at most ${PATH_MAX_BYTES} UTF-8 bytes and ${PATH_MAX_SEGMENTS} segments of at most ${PATH_SEGMENT_MAX_BYTES} bytes; no empty, "." or ".." segments, no segments with leading or trailing whitespace, no "\\\\" or NUL; case-sensitive`;
+const pathRules = `a relative path of at most ${PATH_MAX_BYTES} UTF-8 bytes and ${PATH_MAX_SEGMENTS} segments of at most ${PATH_SEGMENT_MAX_BYTES} bytes; no empty, "." or ".." segments, no segments with leading or trailing whitespace, no "\\\\", NUL or other control characters, no invisible formatting characters (bidirectional controls, zero-width characters, soft hyphen, byte order mark: Unicode category Cf) and no line or paragraph separators; case-sensitive`;
 const contentRules = `UTF-8 text of at most ${CONTENT_MAX_BYTES} bytes (100 KiB), no control characters other than \\n \\r \\t`;
 const metadataRules = `at most ${MEMORY_METADATA_MAX_KEYS} keys of 1–${METADATA_KEY_MAX_CHARACTERS} characters with string values of at most ${METADATA_VALUE_MAX_CHARACTERS} characters; "created_by" is an ordinary key here`;
 
