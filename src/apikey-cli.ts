@@ -9,7 +9,8 @@
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { ConfigError, loadConfig } from './config.js';
-import { createDb, DataDirInUseError } from './db/client.js';
+import { createDb } from './db/client.js';
+import { DataDirInUseError } from './db/data-dir-lock.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './domain/api-keys.js';
 import { DomainError, InvalidRequestError } from './domain/errors.js';
 import type { Viewer } from './domain/viewer.js';

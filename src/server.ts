@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { createDb, DataDirInUseError } from './db/client.js';
+import { createDb } from './db/client.js';
+import { DataDirInUseError } from './db/data-dir-lock.js';
 import { HTTP_HEADERS_TIMEOUT_MS, HTTP_RECEIVE_TIMEOUT_MS } from './domain/limits.js';
 import { createLogger } from './logger.js';
 import { ensureApiKeys, readDevelopmentKey } from './startup.js';

@@ -8,6 +8,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { IN_MEMORY_DATA_DIR } from '../config.js';
+import { lockDataDir } from './data-dir-lock.js';
 import * as schema from './schema.js';
 import { recordStatement } from './statement-count.js';
 
@@ -71,58 +72,10 @@ export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.m
 /** Any fixed number: the key of the advisory lock that serializes migrations. */
 const MIGRATION_LOCK_KEY = 7_214_889_301;
 
-export class DataDirInUseError extends Error {
-  constructor(dataDir: string, pid: number) {
-    super(
-      `The data directory ${dataDir} is in use by another memstore process (pid ${pid}). ` +
-        'PGlite allows one process per data directory: stop that process, or point MEMSTORE_DATA_DIR elsewhere.',
-    );
-    this.name = 'DataDirInUseError';
-  }
-}
-
 const logger = { logQuery: (query: string, params: unknown[]) => recordStatement(query, params) };
 
 export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl === undefined ? openPglite(options) : openPostgres(options, options.databaseUrl);
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Takes `<dataDir>/pglite.lock` for this process. A lock whose process is gone (after a
- * crash or kill -9) is taken over; a live one refuses with DataDirInUseError.
- */
-function lockDataDir(dataDir: string): () => void {
-  fs.mkdirSync(dataDir, { recursive: true });
-  const lockPath = path.join(dataDir, 'pglite.lock');
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    try {
-      fs.writeFileSync(lockPath, String(process.pid), { flag: 'wx' });
-      return () => {
-        try {
-          if (fs.readFileSync(lockPath, 'utf8') === String(process.pid)) fs.unlinkSync(lockPath);
-        } catch {
-          // Already gone: nothing to release.
-        }
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number.parseInt(fs.readFileSync(lockPath, 'utf8'), 10);
-      if (Number.isInteger(owner) && owner !== process.pid && isProcessAlive(owner)) {
-        throw new DataDirInUseError(dataDir, owner);
-      }
-      fs.rmSync(lockPath, { force: true });
-    }
-  }
-  throw new Error(`Could not take the lock file ${lockPath}`);
 }
 
 /**
@@ -140,7 +93,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     import('drizzle-orm/pglite/migrator'),
   ]);
   const inMemory = options.dataDir === IN_MEMORY_DATA_DIR;
-  const releaseLock = inMemory ? () => {} : lockDataDir(options.dataDir);
+  const releaseLock = inMemory ? () => {} : await lockDataDir(options.dataDir);
   let client: PGlite;
   try {
     client = inMemory ? await PGlite.create() : await PGlite.create(path.join(options.dataDir, 'pglite'));
