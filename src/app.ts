@@ -4,7 +4,6 @@ import { createYoga, useReadinessCheck, type Plugin, type YogaServerInstance } f
 import type { Config } from './config.js';
 import type { Context } from './context.js';
 import type { DatabaseHandle } from './db/client.js';
-import { authenticate, hashToken, isWellFormedToken } from './domain/api-keys.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, READINESS_TIMEOUT_MS, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
 import { mayHoldDevelopmentKey, renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
 import { compileRead } from './graphql/compiled-reads.js';
@@ -13,7 +12,8 @@ import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
 import { schema } from './graphql/schema.js';
 import { useFastPath } from './http/fast-path.js';
-import { RateLimiter, rateLimited } from './http/rate-limit.js';
+import { credentialsOf, Gate, type Credentials } from './http/authentication.js';
+import { RateLimiter } from './http/rate-limit.js';
 import { CLIENT_CLOSED_REQUEST, useRequestBodyLimit } from './http/request-body.js';
 import { useRequestTimeout } from './http/request-timeout.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -41,9 +41,6 @@ export interface AppOptions {
 export type App = YogaServerInstance<Record<string, never>, Context>;
 
 const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_MAX_CHARACTERS}}$`);
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
-/** How many token hashes the rate limiter's look-ahead remembers (see noteKey). */
-const KNOWN_KEYS_MAX = 10_000;
 
 const FIRST_QUERY = `# Welcome to memstore. The Authorization header below holds your development key.
 mutation CreateStore {
@@ -63,17 +60,6 @@ query Stores {
 }
 `;
 
-function unauthenticated(message: string): GraphQLError {
-  return new GraphQLError(message, {
-    extensions: { code: 'UNAUTHENTICATED', http: { status: 401, headers: { 'WWW-Authenticate': 'Bearer' } } },
-  });
-}
-
-/** The token of an `Authorization: Bearer <token>` header value, if it has that form. */
-function bearerToken(authorization: string): string | undefined {
-  return BEARER.exec(authorization)?.[1];
-}
-
 /**
  * The Yoga instance: GraphQL at /graphql (GraphiQL for browsers when enabled), /healthz,
  * /readyz. Tests call `app.fetch`; only src/server.ts listens.
@@ -83,7 +69,8 @@ export function createApp(options: AppOptions): App {
   const logger = options.logger ?? silentLogger;
   const introspection = config.introspection ?? config.nodeEnv !== 'production';
   const rateLimiter = config.rateLimit ? new RateLimiter(config.rateLimit, options.clock) : null;
-  const requests = new WeakMap<Request, { id: string; startedAt: number }>();
+  // Per request: its id, its arrival, and whether it has spent one of its key's requests.
+  const requests = new WeakMap<Request, { id: string; startedAt: number; admitted?: boolean }>();
   // Some of Yoga's own routes (GraphiQL) answer before later onRequest hooks run, so the
   // request's state is made wherever the request is first seen.
   const requestState = (request: Request) => {
@@ -137,46 +124,28 @@ export function createApp(options: AppOptions): App {
     }
   };
 
-  const INVALID_CREDENTIALS = 'Invalid credentials: the API key is unknown, malformed or revoked.';
-  /** Rate-limits an authenticated request and builds its context. */
-  const admit = (request: Request, viewer: Viewer): Context => {
-    if (rateLimiter) {
-      const retryAfterSeconds = rateLimiter.take(viewer.apiKeyId);
-      if (retryAfterSeconds > 0) throw rateLimited(rateLimiter.settings, retryAfterSeconds);
+  const gate = new Gate(database.db, rateLimiter);
+  /** The context of an authenticated request. */
+  const contextFor = (request: Request, viewer: Viewer): Context => ({
+    viewer,
+    db: database.db,
+    loaders: createLoaders(database.db, viewer.workspaceId),
+    requestId: requestIdOf(request),
+    now: new Date(),
+  });
+  /** Credentials of the right form, then one of the key's requests spent (once per request, whichever path it takes). */
+  const admitRequest = async (request: Request): Promise<Credentials> => {
+    const credentials = credentialsOf(request);
+    const state = requestState(request);
+    if (!state.admitted) {
+      state.admitted = true;
+      await gate.admit(credentials);
     }
-    return {
-      viewer,
-      db: database.db,
-      loaders: createLoaders(database.db, viewer.workspaceId),
-      requestId: requestIdOf(request),
-      now: new Date(),
-    };
+    return credentials;
   };
   const buildContext = async (request: Request): Promise<Context> => {
-    const authorization = request.headers.get('authorization');
-    if (authorization === null) {
-      throw unauthenticated('Missing credentials: send "Authorization: Bearer <API key>".');
-    }
-    const token = bearerToken(authorization);
-    const viewer = token === undefined ? null : await authenticate(database.db, token);
-    if (!viewer) throw unauthenticated(INVALID_CREDENTIALS);
-    return admit(request, viewer);
-  };
-  // Token hash → key id, so that a compiled read can see a key is over its limit before
-  // running; bounded, and never used to authenticate.
-  const keysByTokenSha256 = new Map<string, string>();
-  const overLimit = (tokenSha256: string): boolean => {
-    const apiKeyId = rateLimiter ? keysByTokenSha256.get(tokenSha256) : undefined;
-    return apiKeyId !== undefined && rateLimiter!.wouldRefuse(apiKeyId);
-  };
-  const noteKey = (tokenSha256: string, apiKeyId: string): void => {
-    if (!rateLimiter || keysByTokenSha256.get(tokenSha256) === apiKeyId) return;
-    if (keysByTokenSha256.size >= KNOWN_KEYS_MAX) keysByTokenSha256.delete(keysByTokenSha256.keys().next().value!);
-    keysByTokenSha256.set(tokenSha256, apiKeyId);
-  };
-  const tokenSha256Of = (request: Request): string | null => {
-    const token = bearerToken(request.headers.get('authorization') ?? '');
-    return token !== undefined && isWellFormedToken(token) ? hashToken(token) : null;
+    const credentials = await admitRequest(request);
+    return contextFor(request, await gate.viewer(credentials));
   };
   const timeoutMs = config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
 
@@ -217,14 +186,11 @@ export function createApp(options: AppOptions): App {
         timeoutMs,
         startedAt: (request) => requestState(request).startedAt,
         buildContext,
+        admitRequest,
+        contextFor,
         maskError,
         onErrors: logErrors,
         adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
-        admit,
-        tokenSha256Of,
-        overLimit,
-        noteKey,
-        unknownKey: () => unauthenticated(INVALID_CREDENTIALS),
         compileRead:
           options.compiledReads === false || !database.run
             ? undefined

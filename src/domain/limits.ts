@@ -109,6 +109,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMIT_PER_SECOND = 50;
 /** Default bucket size per API key: requests that may arrive at once (MEMSTORE_RATE_LIMIT_BURST). */
 export const DEFAULT_RATE_LIMIT_BURST = 100;
+/** Rate-limit buckets one process keeps at most (keys beyond it, least recently used first, start again from a full bucket). */
+export const MAX_RATE_LIMIT_BUCKETS = 100_000;
 
 /** How long a client may take to send its request headers, in milliseconds. */
 export const HTTP_HEADERS_TIMEOUT_MS = 10_000;

@@ -4,6 +4,7 @@ import { processRegularResult, type Plugin } from 'graphql-yoga';
 import type { CompiledRead } from '../graphql/compiled-reads.js';
 import { costError, parseWithLimits, validationRules } from '../graphql/query-limits.js';
 import type { Viewer } from '../domain/viewer.js';
+import { unauthenticated, type Credentials } from './authentication.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import { isJsonRequest, readBodyText } from './request-body.js';
 import { startDeadline } from './request-timeout.js';
@@ -37,19 +38,10 @@ export interface FastPathOptions<Context> {
   startedAt(request: Request): number;
   /** Authenticates and builds the context; throws GraphQLErrors such as 401 and 429. */
   buildContext(request: Request): Promise<Context>;
-  /** The context for a viewer authenticated by a compiled read; throws 429 as buildContext does. */
-  admit(request: Request, viewer: Viewer): Context;
-  /** The SHA-256 of a well-formed bearer token, or null (buildContext then says what is wrong). */
-  tokenSha256Of(request: Request): string | null;
-  /** The 401 for a token no unrevoked key has. */
-  unknownKey(): GraphQLError;
-  /**
-   * Whether the key this token belonged to when last seen has no requests left: its read then
-   * takes the common path, which answers 429 after a key lookup instead of the whole read.
-   */
-  overLimit(tokenSha256: string): boolean;
-  /** Remembers which key a token's hash belongs to, for overLimit only (never to authenticate). */
-  noteKey(tokenSha256: string, apiKeyId: string): void;
+  /** Checks the credentials' form and spends one of the key's requests; throws 401 and 429. */
+  admitRequest(request: Request): Promise<Credentials>;
+  /** The context for a viewer authenticated by a compiled read. */
+  contextFor(request: Request, viewer: Viewer): Context;
   /** The app's error mask: expected errors pass, others become INTERNAL_SERVER_ERROR. */
   maskError(error: unknown): GraphQLError;
   /** Called with the errors of every answer, as clients see them, for the log. */
@@ -166,25 +158,20 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
 
       try {
         let context: Context | undefined;
-        // A read the compiler covers authenticates and answers in one statement. Requests
-        // refused before that (no or malformed credentials, too costly) take the common path,
-        // which answers them in the usual order: credentials first, then cost.
-        const compiled = options.compileRead?.(document, selected, operation.variables) ?? null;
-        const tokenSha256 = compiled ? options.tokenSha256Of(request) : null;
-        if (
-          compiled &&
-          tokenSha256 !== null &&
-          !options.overLimit(tokenSha256) &&
-          refusal === null
-        ) {
-          const answer = await deadline.within(compiled(tokenSha256));
+        // A read the compiler covers authenticates and answers in one statement, once the
+        // request has spent one of its key's requests. Requests refused before that (no or
+        // malformed credentials, over the rate limit, too costly) take the common path, which
+        // answers them in the usual order: credentials, rate limit, then cost.
+        const compiled = refusal === null ? (options.compileRead?.(document, selected, operation.variables) ?? null) : null;
+        if (compiled) {
+          const credentials = await options.admitRequest(request);
+          const answer = await deadline.within(compiled(credentials.tokenSha256));
           if (answer !== null && !('viewer' in answer)) {
             endResponse(respond(request, answer, mediaType, fetchAPI));
             return;
           }
-          if (answer === null) throw options.unknownKey();
-          options.noteKey(tokenSha256, answer.viewer.apiKeyId);
-          context = options.admit(request, answer.viewer);
+          if (answer === null) throw unauthenticated();
+          context = options.contextFor(request, answer.viewer);
           if (answer.data !== null) {
             const body = typeof answer.data === 'string' ? `{"data":${answer.data}}` : Buffer.concat([DATA_OPEN, answer.data, DATA_CLOSE]);
             endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));

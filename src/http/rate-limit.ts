@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { RateLimitSettings } from '../config.js';
+import { MAX_RATE_LIMIT_BUCKETS } from '../domain/limits.js';
 
 export const RATE_LIMITED = 'RATE_LIMITED';
 
@@ -13,9 +14,11 @@ interface Bucket {
 const SWEEP_INTERVAL_MS = 60_000;
 
 /**
- * A token bucket per key, in this process: a key may send `burst` requests at once, then
- * `perSecond` requests per second. Several server instances each keep their own buckets
- * (see the README).
+ * A token bucket per key (by its token's hash), in this process: a key may send `burst`
+ * requests at once, then `perSecond` requests per second. Several server instances each
+ * keep their own buckets (see the README). At most MAX_RATE_LIMIT_BUCKETS are kept: idle
+ * ones are swept, and past the bound the least recently used go first (a key that loses
+ * its bucket starts again from a full one).
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
@@ -36,20 +39,15 @@ export class RateLimiter {
     const bucket = this.buckets.get(key) ?? { tokens: burst, updatedAt: now };
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * perSecond);
     bucket.updatedAt = now;
+    // Most recently used last, so that the first is the one to drop.
+    this.buckets.delete(key);
     this.buckets.set(key, bucket);
+    if (this.buckets.size > MAX_RATE_LIMIT_BUCKETS) this.buckets.delete(this.buckets.keys().next().value!);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return 0;
     }
     return Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond));
-  }
-
-  /** Whether `take(key)` would refuse now; changes nothing. */
-  wouldRefuse(key: string): boolean {
-    const bucket = this.buckets.get(key);
-    if (!bucket) return false;
-    const tokens = Math.min(this.settings.burst, bucket.tokens + ((this.clock() - bucket.updatedAt) / 1000) * this.settings.perSecond);
-    return tokens < 1;
   }
 
   /** Buckets that have refilled completely hold no information: drop them. */

@@ -1,0 +1,70 @@
+import { GraphQLError } from 'graphql';
+import type { Database } from '../db/client.js';
+import { authenticate, hashToken, isWellFormedToken } from '../domain/api-keys.js';
+import type { Viewer } from '../domain/viewer.js';
+import { rateLimited, type RateLimiter } from './rate-limit.js';
+
+/**
+ * Who a request is, in the order every request meets it: credentials of the right form
+ * (else 401, without a lookup), then the key's rate limit — one of its requests is spent
+ * before any work, so a refused request costs at most the key lookup that tells a 429 from
+ * a 401 — then the key itself (unknown or revoked: 401).
+ */
+
+export const UNAUTHENTICATED = 'UNAUTHENTICATED';
+
+const MISSING_CREDENTIALS = 'Missing credentials: send "Authorization: Bearer <API key>".';
+const INVALID_CREDENTIALS = 'Invalid credentials: the API key is unknown, malformed or revoked.';
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+export function unauthenticated(message = INVALID_CREDENTIALS): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: { code: UNAUTHENTICATED, http: { status: 401, headers: { 'WWW-Authenticate': 'Bearer' } } },
+  });
+}
+
+/** A well-formed bearer token and its SHA-256 (how keys are stored and rate-limited). */
+export interface Credentials {
+  token: string;
+  tokenSha256: string;
+}
+
+/** The token of an `Authorization: Bearer <token>` header value, if it has that form. */
+export function bearerToken(authorization: string): string | undefined {
+  return BEARER.exec(authorization)?.[1];
+}
+
+/** The request's credentials; a missing or malformed token is a 401 here, before anything is looked up. */
+export function credentialsOf(request: Request): Credentials {
+  const authorization = request.headers.get('authorization');
+  if (authorization === null) throw unauthenticated(MISSING_CREDENTIALS);
+  const token = bearerToken(authorization);
+  if (token === undefined || !isWellFormedToken(token)) throw unauthenticated();
+  return { token, tokenSha256: hashToken(token) };
+}
+
+export class Gate {
+  constructor(
+    private readonly db: Database,
+    private readonly limiter: RateLimiter | null,
+  ) {}
+
+  /**
+   * Spends one of the key's requests (its bucket is keyed by the token's hash, so this needs
+   * no lookup). A refused request costs one key lookup: 401 for a token no key has, else 429.
+   */
+  async admit(credentials: Credentials): Promise<void> {
+    if (!this.limiter) return;
+    const retryAfterSeconds = this.limiter.take(credentials.tokenSha256);
+    if (retryAfterSeconds === 0) return;
+    if (!(await authenticate(this.db, credentials.token))) throw unauthenticated();
+    throw rateLimited(this.limiter.settings, retryAfterSeconds);
+  }
+
+  /** The key behind the credentials; unknown or revoked: 401. */
+  async viewer(credentials: Credentials): Promise<Viewer> {
+    const viewer = await authenticate(this.db, credentials.token);
+    if (!viewer) throw unauthenticated();
+    return viewer;
+  }
+}
