@@ -7,6 +7,7 @@ import type { DatabaseHandle } from './db/client.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES, READINESS_TIMEOUT_MS, REQUEST_ID_MAX_CHARACTERS } from './domain/limits.js';
 import { mayHoldDevelopmentKey, renderGraphiQL, useGraphiQLAssets } from './graphiql.js';
 import { compileRead } from './graphql/compiled-reads.js';
+import { createDocumentCache, createParseErrorCache } from './graphql/document-cache.js';
 import { DATABASE_UNAVAILABLE, INTERNAL_ERROR_CODE, maskError } from './graphql/error-masking.js';
 import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
@@ -176,6 +177,8 @@ export function createApp(options: AppOptions): App {
     renderGraphiQL,
     // Batched operations (a JSON array) are refused with 400 BAD_REQUEST.
     batching: false,
+    // Yoga's own parse cache (GET and the odd requests the lean path leaves it), bounded by bytes.
+    parserAndValidationCache: { documentCache: createDocumentCache() as never, errorCache: createParseErrorCache() },
     plugins: [
       requestLifecycle,
       ...(config.graphiql ? [useGraphiQLAssets()] : []),

@@ -4,6 +4,7 @@ import { createApp } from '../src/app.js';
 import { countStatements } from '../src/db/statement-count.js';
 import {
   CONTENT_FIELD_COST,
+  COUNT_SCAN_COST,
   MAX_QUERY_ALIASES,
   MAX_QUERY_COST,
   MAX_QUERY_DEPTH,
@@ -177,6 +178,33 @@ describe('query cost', () => {
     const query = `query ($n: Int) { memoryStores(first: $n) { edges { node { memories(first: 100) { edges { node { content } } } } } } }`;
     expectAnswered(await client.send({ query, variables: { n: 20 } }));
     expectTooComplex(await client.send({ query, variables: { n: 100 } }), 'cost', MAX_QUERY_COST);
+  });
+
+  it(`prices a count that reads what it counts at ${COUNT_SCAN_COST}, whatever the page: 30 aliases of filtered version counts are refused, 19 answered`, async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const counts = (aliases: number) =>
+      Array.from({ length: aliases }, (_, index) => `c${index}: versions(first: 0, createdAfter: "2026-01-${String(index + 1).padStart(2, '0')}T00:00:00Z") { totalCount }`).join(' ');
+    const query = (aliases: number) => `query ($id: ID!) { memoryStore(id: $id) { ${counts(aliases)} } }`;
+    const { result, statements } = await countStatements(() => client.send({ query: query(30), variables: { id: store.id } }));
+    expectTooComplex(result, 'cost', MAX_QUERY_COST);
+    // 1 (memoryStore) + 30 × (the connection 1 + its count)
+    expect(result.errors![0]!.extensions!.value).toBe(1 + 30 * (1 + COUNT_SCAN_COST));
+    expect(statements).toBe(1);
+    expectAnswered(await client.send({ query: query(19), variables: { id: store.id } }));
+  });
+
+  it('prices counts that a counter answers at 1: a store\'s memories without a prefix, a memory\'s versions without filters', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    await createMemory(client, store.id, { path: 'notes/a.md', content: 'alpha' });
+    const kept = `{ memoryStores(first: 100) { edges { node { memories(first: 100) { totalCount edges { node { versions(first: 0) { totalCount } } } } } } } }`;
+    const answered = await client.send({ query: kept });
+    expectAnswered(answered);
+    expect(answered.data.memoryStores.edges[0].node.memories).toEqual({ totalCount: 1, edges: [{ node: { versions: { totalCount: 1 } } }] });
+    // With a prefix, each of the 100 stores' counts reads memories: 100 × COUNT_SCAN_COST.
+    const scanned = kept.replace('memories(first: 100)', 'memories(first: 100, pathPrefix: "notes/")');
+    expectTooComplex(await client.send({ query: scanned }), 'cost', MAX_QUERY_COST);
   });
 
   it('measures only the operation a request names', async () => {

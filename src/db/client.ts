@@ -10,16 +10,23 @@ import postgres from 'postgres';
 import { IN_MEMORY_DATA_DIR } from '../config.js';
 import { lockDataDir } from './data-dir-lock.js';
 import * as schema from './schema.js';
+import { checkDeadline } from './deadline.js';
 import { recordStatement } from './statement-count.js';
 
 /** A database handle or an open transaction: domain functions accept either. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 
+/** How a statement run outside drizzle is sent. */
+export interface RunOptions {
+  /** PostgreSQL: prepare it on the connection (the default) or send it unnamed, parsed again each time. */
+  prepare?: boolean;
+}
+
 /** Runs one statement given as text and `$n` parameters; resolves with its rows. */
-export type RunStatement = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>;
+export type RunStatement = (text: string, params: unknown[], options?: RunOptions) => Promise<Record<string, unknown>[]>;
 
 /** Like RunStatement, but each row is its columns' raw UTF-8 text as bytes (null for NULL), undecoded. */
-export type RunStatementRaw = (text: string, params: unknown[]) => Promise<(Uint8Array | null)[][]>;
+export type RunStatementRaw = (text: string, params: unknown[], options?: RunOptions) => Promise<(Uint8Array | null)[][]>;
 
 export interface DatabaseHandle {
   db: Database;
@@ -72,7 +79,46 @@ export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.m
 /** Any fixed number: the key of the advisory lock that serializes migrations. */
 const MIGRATION_LOCK_KEY = 7_214_889_301;
 
-const logger = { logQuery: (query: string, params: unknown[]) => recordStatement(query, params) };
+/**
+ * Every statement drizzle sends goes through here first: it is counted (tests), and it is
+ * not sent at all for a request past its time limit (the error then rolls back the
+ * transaction it belongs to, if any).
+ */
+function beforeStatement(query: string, params: unknown[]): void {
+  checkDeadline();
+  recordStatement(query, params);
+}
+
+const logger = { logQuery: beforeStatement };
+
+/**
+ * PGlite runs each statement in this thread, and while one runs nothing else does. Its
+ * statements are therefore sent one at a time, each after one turn of the event loop, so
+ * that timers (a request's time limit) and other requests (/healthz) are served between
+ * them; and a statement whose request has run out of time by its turn is not run at all
+ * (a request's statements may all have been queued at once, by a DataLoader).
+ * Statements inside a transaction run in its order and are checked as drizzle sends them.
+ */
+function oneStatementAtATime<Client extends { query: (...args: never[]) => unknown; exec: (...args: never[]) => unknown }>(client: Client): Client {
+  let tail: Promise<unknown> = Promise.resolve();
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (property === 'query' || property === 'exec') {
+        return (...args: unknown[]) => {
+          const turn = tail.then(async () => {
+            await new Promise((resolve) => setImmediate(resolve));
+            checkDeadline();
+            return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+          });
+          tail = turn.catch(() => {});
+          return turn;
+        };
+      }
+      return typeof value === 'function' ? (value as (...callArgs: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
 
 export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl === undefined ? openPglite(options) : openPostgres(options, options.databaseUrl);
@@ -101,7 +147,8 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     releaseLock();
     throw error;
   }
-  const db = drizzlePglite({ client, schema, logger }) as unknown as Database;
+  const statements = oneStatementAtATime(client);
+  const db = drizzlePglite({ client: statements, schema, logger }) as unknown as Database;
   let closed = false;
   const close = async () => {
     if (closed) return;
@@ -122,8 +169,8 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   return {
     db,
     run: async (text, params) => {
-      recordStatement(text, params);
-      return (await client.query<Record<string, unknown>>(text, params)).rows;
+      beforeStatement(text, params);
+      return (await statements.query<Record<string, unknown>>(text, params)).rows;
     },
     kind: 'pglite',
     ping: async () => {
@@ -138,14 +185,15 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
  * round trips. This client makes postgres.js prepare each distinct statement once per
  * connection (then one round trip per execution), in transactions too. Statement texts
  * are few and fixed: lists are passed as one array parameter (`anyOf` in ./sql.ts), never
- * as a variable number of placeholders.
+ * as a variable number of placeholders; texts built per request (compiled reads) say
+ * whether to prepare them (RunOptions), since a session keeps what it prepared.
  */
 function preparingStatements(client: postgres.Sql): postgres.Sql {
   return new Proxy(client, {
     get(target, property, receiver) {
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], queryOptions?: object) =>
-          target.unsafe(query, parameters as never, { ...queryOptions, prepare: true });
+          target.unsafe(query, parameters as never, { prepare: true, ...queryOptions });
       }
       if (property === 'begin') {
         return (...args: unknown[]) => {
@@ -191,13 +239,13 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   let closed = false;
   return {
     db,
-    run: async (text, params) => {
-      recordStatement(text, params);
-      return client.unsafe(text, params as never[]);
+    run: async (text, params, options) => {
+      beforeStatement(text, params);
+      return client.unsafe(text, params as never[], { prepare: options?.prepare ?? true });
     },
-    runRaw: async (text, params) => {
-      recordStatement(text, params);
-      return (await client.unsafe(text, params as never[]).raw()) as unknown as (Uint8Array | null)[][];
+    runRaw: async (text, params, options) => {
+      beforeStatement(text, params);
+      return (await client.unsafe(text, params as never[], { prepare: options?.prepare ?? true }).raw()) as unknown as (Uint8Array | null)[][];
     },
     kind: 'postgres',
     ping: async () => {

@@ -86,6 +86,13 @@ export const MAX_QUERY_DIRECTIVES = 20;
 export const MAX_QUERY_COST = 50_000;
 /** The cost of selecting `content` (up to CONTENT_MAX_BYTES of text) once. */
 export const CONTENT_FIELD_COST = 10;
+/**
+ * The cost of a `totalCount` that must read the items it counts (any other than a store's
+ * memories without a path prefix, or a memory's versions without filters, which counters
+ * answer at cost 1): a count may read a whole store's history. Once per connection,
+ * whatever its page size.
+ */
+export const COUNT_SCAN_COST = 2_500;
 
 /**
  * The largest request body, in bytes. A maximal write — CONTENT_MAX_BYTES of content in the
@@ -101,6 +108,16 @@ export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
 export const MAX_DISCARDED_BODY_BYTES = 16 * 1024 * 1024;
 /** How long the rest of a refused body is read for, at most, in milliseconds. */
 export const DISCARD_BODY_TIMEOUT_MS = 5_000;
+
+/**
+ * Statement texts built per request (compiled reads) that PostgreSQL may keep prepared on
+ * each connection. Prepared statements stay until their session ends and each costs the
+ * backend memory; texts beyond these (rare shapes) run unprepared, in one more round trip.
+ */
+export const MAX_PREPARED_STATEMENT_TEXTS = 200;
+
+/** The memory the cache of parsed query documents may hold (texts and their syntax trees), per process. */
+export const MAX_DOCUMENT_CACHE_BYTES = 32 * 1024 * 1024;
 
 /** Default time one request may run before it is ended with REQUEST_TIMEOUT (MEMSTORE_REQUEST_TIMEOUT_MS). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;

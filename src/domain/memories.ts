@@ -131,6 +131,14 @@ export async function listMemoriesByStore(
   return fetchPagesByParent(db, MEMORY_LISTS[order], memories.memoryStoreId, storeIds, window, and(inWorkspace(workspaceId), prefix));
 }
 
+/**
+ * Whether a store's entryCount, kept exact with every write, is the count of this list: it
+ * is without a path prefix. Resolvers, compiled reads and the cost model follow this one rule.
+ */
+export function isMemoryCountKept(filter: MemoryListFilter): boolean {
+  return filter.pathPrefix === undefined || filter.pathPrefix === '';
+}
+
 export async function countMemoriesByStore(
   db: Database,
   workspaceId: string,

@@ -107,6 +107,15 @@ function versionFilter(workspaceId: string, filter: VersionFilter): SQL {
   )!;
 }
 
+/**
+ * Whether a memory's version sequence (its versions are numbered 1, 2, … without gaps) is
+ * the count of its version list: it is without filters. Resolvers, compiled reads and the
+ * cost model follow this one rule.
+ */
+export function isVersionCountKept(filter: Pick<VersionFilter, 'operation' | 'apiKeyId' | 'sessionId'>): boolean {
+  return filter.operation === undefined && filter.apiKeyId === undefined && filter.sessionId === undefined;
+}
+
 export async function listVersionsByMemory(
   db: Database,
   workspaceId: string,

@@ -14,11 +14,11 @@ import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { memories, memoryStores, memoryVersions } from '../db/schema.js';
 import { sql, type Statement as SQL } from '../db/statement.js';
 import { isIdOfKind, type IdKind } from '../domain/ids.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
-import { MEMORY_LISTS, prefixUpperBound, type MemoryOrder } from '../domain/memories.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_PREPARED_STATEMENT_TEXTS } from '../domain/limits.js';
+import { isMemoryCountKept, MEMORY_LISTS, prefixUpperBound, type MemoryOrder } from '../domain/memories.js';
 import type { KeysetOrdering } from '../domain/pagination.js';
 import { MEMORY_STORE_LIST } from '../domain/stores.js';
-import { VERSIONS_OF_MEMORY } from '../domain/versions.js';
+import { isVersionCountKept, VERSIONS_OF_MEMORY } from '../domain/versions.js';
 import type { Viewer } from '../domain/viewer.js';
 
 /**
@@ -44,7 +44,8 @@ type FieldCompiler = (row: string, field: FieldNode, compiler: Compiler) => SQL;
 
 interface ObjectSpec {
   typeName: string;
-  fields: Record<string, FieldCompiler>;
+  /** Plain fields by name, and connections by their spec. */
+  fields: Record<string, FieldCompiler | ConnectionSpec>;
 }
 
 const column = (row: string, target: AnyPgColumn) => sql.raw(`${row}."${target.name}"`);
@@ -64,6 +65,16 @@ const metadataObject = (target: AnyPgColumn): FieldCompiler => (row) =>
   sql`(select coalesce(json_object_agg(e.key, e.value order by
       (case when e.key ~ '^(0|[1-9][0-9]{0,9})$' then nullif(least(e.key::bigint, 4294967295), 4294967295) end) nulls last,
       octet_length(e.key), e.key collate "C"), '{}'::json) from jsonb_each(${column(row, target)}) e)`;
+
+/**
+ * A field's key in the answer. The field's own name is written into the statement (names
+ * come from the schema: a fixed set); an alias, which the client picks, is a parameter, so
+ * that queries differing only in their aliases share one statement text (and one prepared
+ * statement per connection).
+ */
+function responseKey(field: FieldNode): SQL {
+  return field.alias ? sql`${field.alias.value}::text` : literalName(field.name.value);
+}
 
 /**
  * A GraphQL name (a response key or type name) as a SQL string literal. Names match
@@ -92,6 +103,11 @@ interface ConnectionSpec {
   ordering(args: Record<string, unknown>): Pick<KeysetOrdering<unknown>, 'columns' | 'direction'>;
   /** Extra conditions from the field's arguments, on the row alias. */
   filter?(row: string, args: Record<string, unknown>): SQL | undefined;
+  /**
+   * The parent's column that holds `totalCount` when a counter kept with every write answers
+   * it (the rules of isMemoryCountKept and isVersionCountKept), or null when it must count.
+   */
+  keptCount?: { parentColumn: string; applies(args: Record<string, unknown>): boolean };
 }
 
 /** The requested page size: `first`, or the default. Any other paging argument is unsupported. */
@@ -136,6 +152,8 @@ const versionsOfMemory: ConnectionSpec = {
     only(args, PAGING);
     return VERSIONS_OF_MEMORY.ordering;
   },
+  // Only paging arguments get here: no filter, so the version sequence is the count.
+  keptCount: { parentColumn: memories.versionSequence.name, applies: () => isVersionCountKept({}) },
 };
 
 const memoryNode: ObjectSpec = {
@@ -150,7 +168,7 @@ const memoryNode: ObjectSpec = {
     metadata: metadataObject(memories.metadata),
     createdAt: instant(memories.createdAt),
     updatedAt: instant(memories.updatedAt),
-    versions: (row, field, compiler) => compiler.connection(versionsOfMemory, field, row),
+    versions: versionsOfMemory,
   },
 };
 
@@ -176,6 +194,10 @@ const memoriesOfStore: ConnectionSpec = {
     const bound = prefixUpperBound(prefix);
     return bound === null ? sql`${path} >= ${prefix}` : sql`${path} >= ${prefix} and ${path} < ${bound}`;
   },
+  keptCount: {
+    parentColumn: memoryStores.entryCount.name,
+    applies: (args) => isMemoryCountKept({ pathPrefix: typeof args.pathPrefix === 'string' ? args.pathPrefix : undefined }),
+  },
 };
 
 const storeNode: ObjectSpec = {
@@ -193,7 +215,7 @@ const storeNode: ObjectSpec = {
     createdAt: instant(memoryStores.createdAt),
     updatedAt: instant(memoryStores.updatedAt),
     archivedAt: instant(memoryStores.archivedAt),
-    memories: (row, field, compiler) => compiler.connection(memoriesOfStore, field, row),
+    memories: memoriesOfStore,
   },
 };
 
@@ -255,19 +277,20 @@ class Compiler {
 
   object(spec: ObjectSpec, row: string, selectionSet: SelectionSetNode | undefined): SQL {
     const parts: SQL[] = [];
-    for (const [key, field] of this.fields(selectionSet, spec.typeName)) {
+    for (const field of this.fields(selectionSet, spec.typeName).values()) {
       const name = field.name.value;
       let value: SQL;
       if (name === '__typename') value = literalName(spec.typeName);
       else {
         const compile = spec.fields[name];
         if (!compile) unsupported();
+        const isConnection = typeof compile !== 'function';
         // Plain fields take no arguments.
-        if (field.arguments?.length && !(name === 'memories' || name === 'versions')) unsupported();
-        if (!field.selectionSet !== !(name === 'memories' || name === 'versions')) unsupported();
-        value = compile(row, field, this);
+        if (field.arguments?.length && !isConnection) unsupported();
+        if (!field.selectionSet !== !isConnection) unsupported();
+        value = isConnection ? this.connection(compile, field, row) : compile(row, field, this);
       }
-      parts.push(sql`${literalName(key)}, ${value}`);
+      parts.push(sql`${responseKey(field)}, ${value}`);
     }
     return sql`json_build_object(${sql.join(parts, sql`, `)})`;
   }
@@ -299,17 +322,20 @@ class Compiler {
     let usesPage = false;
     const selected = [...this.fields(field.selectionSet, spec.typeName).values()];
     const withPageInfo = selected.some((selection) => selection.name.value === 'pageInfo');
-    for (const [key, connectionField] of this.fields(field.selectionSet, spec.typeName)) {
+    for (const connectionField of this.fields(field.selectionSet, spec.typeName).values()) {
       const name = connectionField.name.value;
       let value: SQL;
       if (connectionField.arguments?.length) unsupported();
       if (name === '__typename') value = literalName(spec.typeName);
       else if (name === 'totalCount') {
         const counted = `c${(this.aliases += 1)}`;
-        value = sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
+        value =
+          parentRow && spec.keptCount?.applies(args)
+            ? sql.raw(`${parentRow}."${spec.keptCount.parentColumn}"`)
+            : sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
       } else if (name === 'pageInfo') {
         const info: SQL[] = [];
-        for (const [infoKey, infoField] of this.fields(connectionField.selectionSet, 'PageInfo')) {
+        for (const infoField of this.fields(connectionField.selectionSet, 'PageInfo').values()) {
           const infoName = infoField.name.value;
           if (infoField.arguments?.length) unsupported();
           // Only hasNextPage reads the page (as an aggregate over it); the rest are constants.
@@ -322,13 +348,13 @@ class Compiler {
                 : infoName === '__typename'
                   ? literalName('PageInfo')
                   : unsupported();
-          info.push(sql`${literalName(infoKey)}, ${infoValue}`);
+          info.push(sql`${responseKey(infoField)}, ${infoValue}`);
         }
         value = sql`json_build_object(${sql.join(info, sql`, `)})`;
       } else if (name === 'edges') {
         usesPage = true;
         const edge: SQL[] = [];
-        for (const [edgeKey, edgeField] of this.fields(connectionField.selectionSet, spec.edgeTypeName)) {
+        for (const edgeField of this.fields(connectionField.selectionSet, spec.edgeTypeName).values()) {
           const edgeName = edgeField.name.value;
           if (edgeField.arguments?.length) unsupported();
           const edgeValue =
@@ -337,13 +363,13 @@ class Compiler {
               : edgeName === '__typename'
                 ? literalName(spec.edgeTypeName)
                 : unsupported();
-          edge.push(sql`${literalName(edgeKey)}, ${edgeValue}`);
+          edge.push(sql`${responseKey(edgeField)}, ${edgeValue}`);
         }
         const edges = sql`json_agg(json_build_object(${sql.join(edge, sql`, `)}) order by ${orderBy(page)})`;
         // With pageInfo the page holds one row more than it shows (see below).
         value = sql`coalesce(${edges} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}, '[]'::json)`;
       } else unsupported();
-      parts.push(sql`${literalName(key)}, ${value}`);
+      parts.push(sql`${responseKey(connectionField)}, ${value}`);
     }
     const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
     // Without edges or pageInfo there are no rows to read: only counts and names.
@@ -377,6 +403,9 @@ class Compiler {
         for (const nodeField of this.fields(node.selectionSet, spec.node().typeName).values()) {
           const name = nodeField.name.value;
           if (byField[name]) needed.add(byField[name]!.name);
+          // A nested connection whose totalCount a counter of this row answers reads that column.
+          const nested = spec.node().fields[name];
+          if (nested && typeof nested !== 'function' && nested.keptCount) needed.add(nested.keptCount.parentColumn);
           if ((name === 'redacted' || name === 'content') && byField.redactedAt) needed.add(byField.redactedAt.name);
         }
       }
@@ -399,7 +428,7 @@ class Compiler {
 
   root(operation: OperationDefinitionNode): SQL {
     const parts: SQL[] = [];
-    for (const [key, field] of this.fields(operation.selectionSet, 'Query')) {
+    for (const field of this.fields(operation.selectionSet, 'Query').values()) {
       const name = field.name.value;
       const value =
         name === 'memoryStores'
@@ -411,7 +440,7 @@ class Compiler {
               : name === '__typename'
                 ? literalName('Query')
                 : unsupported();
-      parts.push(sql`${literalName(key)}, ${value}`);
+      parts.push(sql`${responseKey(field)}, ${value}`);
     }
     // The same lookup as authenticate(): an unrevoked key with this token's hash. Only ADMIN
     // keys get the data here; for others the resolvers apply the access rules.
@@ -421,6 +450,20 @@ class Compiler {
         case when ${sql.raw(KEY)}."kind" = 'admin' then json_build_object(${sql.join(parts, sql`, `)})::text end as data
       from ${sql.raw(KEY)}`;
   }
+}
+
+/**
+ * The statement texts that may be prepared: the first MAX_PREPARED_STATEMENT_TEXTS distinct
+ * ones this process compiled (the shapes clients send all day come first); later shapes run
+ * unprepared, so that no connection keeps ever more prepared statements.
+ */
+const preparedTexts = new Set<string>();
+
+function mayPrepare(text: string): boolean {
+  if (preparedTexts.has(text)) return true;
+  if (preparedTexts.size >= MAX_PREPARED_STATEMENT_TEXTS) return false;
+  preparedTexts.add(text);
+  return true;
 }
 
 /** Stands for the token's hash among the parameters until the request supplies it. */
@@ -454,17 +497,18 @@ export function compileRead(
   }
   const { text, params } = statement.toQuery();
   const tokenIndex = params.indexOf(TOKEN_PLACEHOLDER);
+  const options = { prepare: mayPrepare(text) };
   return async (tokenSha256) => {
     const values = [...params];
     values[tokenIndex] = tokenSha256;
     if (runRaw) {
-      const [raw] = await runRaw(text, values);
+      const [raw] = await runRaw(text, values, options);
       if (!raw) return null;
       const decode = (bytes: Uint8Array | null | undefined) => (bytes == null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
       const viewer: Viewer = { workspaceId: decode(raw[0])!, apiKeyId: decode(raw[1])!, kind: decode(raw[2]) as Viewer['kind'], identityId: decode(raw[3]) };
       return { viewer, data: raw[4] ?? null };
     }
-    const [row] = await run(text, values);
+    const [row] = await run(text, values, options);
     if (!row) return null;
     const viewer: Viewer = {
       workspaceId: row.workspace_id as string,

@@ -1,4 +1,5 @@
 import { GraphQLError } from 'graphql';
+import { DeadlineExceededError } from '../db/deadline.js';
 import { isDatabaseUnavailable } from '../db/failures.js';
 import { DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS } from '../domain/limits.js';
 
@@ -10,6 +11,23 @@ import { DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS } from '../domain/limits.js';
  */
 export const INTERNAL_ERROR_CODE = 'INTERNAL_SERVER_ERROR';
 export const DATABASE_UNAVAILABLE = 'DATABASE_UNAVAILABLE';
+export const REQUEST_TIMEOUT = 'REQUEST_TIMEOUT';
+
+/** The answer to a request that ran past its time limit: HTTP 503. */
+export function requestTimeoutError(timeoutMs: number): GraphQLError {
+  return new GraphQLError(
+    `The request took longer than ${timeoutMs} ms, the limit, and was stopped. A write it made either completed whole or not at all: read before retrying.`,
+    { extensions: { code: REQUEST_TIMEOUT, timeoutMs, http: { status: 503 } } },
+  );
+}
+
+/** The DeadlineExceededError behind an error (drizzle may wrap it), if any. */
+function deadlineExceeded(error: unknown): DeadlineExceededError | null {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth += 1) {
+    if (current instanceof DeadlineExceededError) return current;
+  }
+  return null;
+}
 
 /** Whether an error is one we mean clients to see (a GraphQLError not caused by an unexpected throw). */
 export function isExpectedError(error: unknown): error is GraphQLError {
@@ -22,6 +40,12 @@ export function maskError(error: unknown, message = 'Unexpected error.'): GraphQ
   const nodes = error instanceof GraphQLError ? error.nodes : undefined;
   const path = error instanceof GraphQLError ? error.path : undefined;
   const originalError = original instanceof Error ? original : new Error(String(original));
+  // A statement refused because its request ran out of time: the request's own timeout.
+  const deadline = deadlineExceeded(original);
+  if (deadline) {
+    const timedOut = requestTimeoutError(deadline.timeoutMs);
+    return new GraphQLError(timedOut.message, { nodes, path, originalError, extensions: timedOut.extensions });
+  }
   if (isDatabaseUnavailable(original)) {
     return new GraphQLError('The database is unavailable right now; retry shortly.', {
       nodes,

@@ -2,6 +2,7 @@ import { normalizedExecutor } from '@graphql-tools/executor';
 import { GraphQLError, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { processRegularResult, type Plugin } from 'graphql-yoga';
 import type { CompiledRead } from '../graphql/compiled-reads.js';
+import { createDocumentCache } from '../graphql/document-cache.js';
 import { costError, parseWithLimits, validationRules } from '../graphql/query-limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { unauthenticated, type Credentials } from './authentication.js';
@@ -27,8 +28,6 @@ type ResultMediaType = (typeof RESULT_MEDIA_TYPES)[number];
 const DATA_OPEN = Buffer.from('{"data":');
 const DATA_CLOSE = Buffer.from('}');
 
-/** Parsed documents by query text. Documents are immutable, so sharing them is safe. */
-const DOCUMENT_CACHE_SIZE = 1000;
 
 export interface FastPathOptions<Context> {
   schema: GraphQLSchema;
@@ -89,7 +88,8 @@ function plainOperation(body: unknown): PlainOperation | null {
 
 export function useFastPath<Context extends object>(options: FastPathOptions<Context>): Plugin {
   const rules = validationRules(options.introspection);
-  const documents = new Map<string, DocumentNode | null>();
+  // Parsed documents by query text, bounded by bytes. Documents are immutable, so sharing them is safe.
+  const documents = createDocumentCache();
   const valid = new WeakMap<DocumentNode, boolean>();
 
   /** The parsed, valid document for a query text, or null when Yoga should report its errors. */
@@ -101,7 +101,6 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
       } catch {
         document = null;
       }
-      if (documents.size >= DOCUMENT_CACHE_SIZE) documents.delete(documents.keys().next().value!);
       documents.set(query, document);
     }
     if (document === null) return null;
@@ -165,7 +164,7 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
         const compiled = refusal === null ? (options.compileRead?.(document, selected, operation.variables) ?? null) : null;
         if (compiled) {
           const credentials = await options.admitRequest(request);
-          const answer = await deadline.within(compiled(credentials.tokenSha256));
+          const answer = await deadline.within(() => compiled(credentials.tokenSha256));
           if (answer !== null && !('viewer' in answer)) {
             endResponse(respond(request, answer, mediaType, fetchAPI));
             return;
@@ -184,14 +183,15 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
           return;
         }
         const result = await deadline.within(
-          normalizedExecutor({
-            schema: options.schema,
-            document,
-            contextValue: context,
-            variableValues: operation.variables,
-            operationName: operation.operationName,
-            signal: deadline.signal,
-          }) as Promise<ExecutionResult>,
+          async () =>
+            (await normalizedExecutor({
+              schema: options.schema,
+              document,
+              contextValue: context,
+              variableValues: operation.variables,
+              operationName: operation.operationName,
+              signal: deadline.signal,
+            })) as ExecutionResult,
         );
         endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
       } catch (error) {

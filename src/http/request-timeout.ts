@@ -1,14 +1,7 @@
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-
-export const REQUEST_TIMEOUT = 'REQUEST_TIMEOUT';
-
-export function requestTimeoutError(timeoutMs: number): GraphQLError {
-  return new GraphQLError(
-    `The request took longer than ${timeoutMs} ms, the limit, and was stopped. A write it made either completed whole or not at all: read before retrying.`,
-    { extensions: { code: REQUEST_TIMEOUT, timeoutMs, http: { status: 503 } } },
-  );
-}
+import { withinDeadline } from '../db/deadline.js';
+import { requestTimeoutError } from '../graphql/error-masking.js';
 
 export interface RequestTimeoutOptions {
   timeoutMs: number;
@@ -20,8 +13,13 @@ export interface RequestTimeoutOptions {
 export interface Deadline {
   /** Aborts (with the REQUEST_TIMEOUT error as reason) when the time is up; already aborted if it was up at the start. */
   signal: AbortSignal;
-  /** The work's result, or the REQUEST_TIMEOUT result if the time runs out first; the work is not waited for then. */
-  within<T>(work: Promise<T>): Promise<T | ExecutionResult>;
+  /**
+   * Runs the work under the limit: the database sends none of its statements once the time
+   * is up. Resolves with its result, or with the REQUEST_TIMEOUT result when the time runs
+   * out first — also when the work ends after the limit but before the timer could fire
+   * (PGlite holds the thread while a statement runs); the work is not waited for then.
+   */
+  within<T>(work: () => Promise<T>): Promise<T | ExecutionResult>;
   /** Stops the timer once the request is answered. */
   clear(): void;
 }
@@ -33,13 +31,21 @@ export function startDeadline(timeoutMs: number, elapsedMs: number): Deadline {
   const timedOut = new Promise<ExecutionResult>((resolve) => {
     controller.signal.addEventListener('abort', () => resolve({ errors: [controller.signal.reason as GraphQLError] }), { once: true });
   });
-  const timeout = () => controller.abort(requestTimeoutError(timeoutMs));
+  const timeout = () => {
+    if (!controller.signal.aborted) controller.abort(requestTimeoutError(timeoutMs));
+  };
+  const at = performance.now() + remainingMs;
   // Out of time before execution (a slow authentication): nothing runs at all.
   if (remainingMs <= 0) timeout();
   const timer = remainingMs > 0 ? setTimeout(timeout, remainingMs) : undefined;
+  const late = <T>(result: T): T | ExecutionResult => {
+    if (performance.now() <= at) return result;
+    timeout();
+    return { errors: [controller.signal.reason as GraphQLError] };
+  };
   return {
     signal: controller.signal,
-    within: (work) => (controller.signal.aborted ? timedOut : Promise.race([work, timedOut])),
+    within: (work) => (controller.signal.aborted ? timedOut : Promise.race([withinDeadline(at, timeoutMs, work).then(late), timedOut])),
     clear: () => clearTimeout(timer),
   };
 }
@@ -59,7 +65,7 @@ export function useRequestTimeout(options: RequestTimeoutOptions): Plugin {
       // Yoga's executor stops resolving further fields once this signal aborts…
       (args as { signal?: AbortSignal }).signal = request?.signal ? AbortSignal.any([deadline.signal, request.signal]) : deadline.signal;
       // …but waits for a mutation's field to settle: the answer does not wait.
-      setExecuteFn((executeArgs) => deadline.within(Promise.resolve(executeFn(executeArgs))) as never);
+      setExecuteFn((executeArgs) => deadline.within(async () => executeFn(executeArgs)) as never);
       return {
         onExecuteDone() {
           deadline.clear();

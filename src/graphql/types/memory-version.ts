@@ -1,7 +1,7 @@
 import { ConflictError, NotFoundError } from '../../domain/errors.js';
 import { isIdOfKind } from '../../domain/ids.js';
 import { CONTENT_FIELD_COST } from '../../domain/limits.js';
-import { redactMemoryVersion, type MemoryVersionRecord, type MemoryVersionSummary, type VersionFilter } from '../../domain/versions.js';
+import { isVersionCountKept, redactMemoryVersion, type MemoryVersionRecord, type MemoryVersionSummary, type VersionFilter } from '../../domain/versions.js';
 import { writerOf, type Actor } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
 import { invalidRequest, mutationResult } from '../errors.js';
@@ -136,7 +136,9 @@ builder.objectFields(MemoryRef, (t) => ({
         const window = parseConnectionArguments(memoryVersionCursor, args);
         const filter: VersionFilter = { operation: args.operation ?? undefined, ...authorFilter(args) };
         const page = await context.loaders.versionsOfMemory({ filter, window }).load(memory.id);
-        return toConnection(memoryVersionCursor, page, () => context.loaders.versionCountOfMemory(filter).load(memory.id));
+        return toConnection(memoryVersionCursor, page, async () =>
+          isVersionCountKept(filter) ? memory.versionSequence : context.loaders.versionCountOfMemory(filter).load(memory.id),
+        );
       },
     },
     MemoryVersionConnection,

@@ -13,6 +13,7 @@ import {
 import {
   createMemory,
   deleteMemory,
+  isMemoryCountKept,
   updateMemory,
   type MemoryOrder,
   type MemoryRecord,
@@ -99,7 +100,7 @@ builder.objectFields(MemoryStoreRef, (t) => ({
         const window = parseConnectionArguments(format, args);
         const filter = { pathPrefix: args.pathPrefix ?? undefined };
         const page = await context.loaders.memoriesOfStore({ order: args.orderBy, filter, window }).load(store.id);
-        return toConnection(format, page, () => context.loaders.memoryCountOfStore(filter).load(store.id));
+        return toConnection(format, page, async () => (isMemoryCountKept(filter) ? store.entryCount : context.loaders.memoryCountOfStore(filter).load(store.id)));
       },
     },
     { name: 'MemoryConnection', description: 'A page of memories.' },

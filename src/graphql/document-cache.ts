@@ -1,0 +1,76 @@
+import type { DocumentNode } from 'graphql';
+import { MAX_DOCUMENT_CACHE_BYTES } from '../domain/limits.js';
+
+/**
+ * The parsed documents of recent query texts, bounded by the memory they hold rather than
+ * by their number: a query text may be up to the body limit (a 1 MiB comment is one token),
+ * and a document keeps its text. Least recently used entries go first; an entry larger
+ * than the whole budget is not kept at all.
+ */
+export class ByteBoundedCache<Value> {
+  private readonly entries = new Map<string, { value: Value; bytes: number }>();
+  private total = 0;
+
+  constructor(
+    readonly maxBytes: number,
+    private readonly sizeOf: (key: string, value: Value) => number,
+  ) {}
+
+  get(key: string): Value | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    // Most recently used last.
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.value;
+  }
+
+  set(key: string, value: Value): void {
+    const bytes = this.sizeOf(key, value);
+    this.delete(key);
+    if (bytes > this.maxBytes) return;
+    this.entries.set(key, { value, bytes });
+    this.total += bytes;
+    for (const [oldest, entry] of this.entries) {
+      if (this.total <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.total -= entry.bytes;
+    }
+  }
+
+  private delete(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.total -= entry.bytes;
+  }
+
+  /** The bytes the entries are charged with. */
+  get bytes(): number {
+    return this.total;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/** What one token of a parsed document costs, roughly: its token object and its share of the AST. */
+const BYTES_PER_TOKEN = 160;
+
+/** The memory a cached document holds: its text (two bytes a character, at worst) and its tokens and nodes. */
+export function documentBytes(text: string, document: DocumentNode | null): number {
+  let tokens = 0;
+  for (let token = document?.loc?.startToken ?? null; token; token = token.next) tokens += 1;
+  return 2 * text.length + BYTES_PER_TOKEN * tokens;
+}
+
+/** The parse results of query texts: documents, or null for texts that do not parse (Yoga reports those). */
+export function createDocumentCache(): ByteBoundedCache<DocumentNode | null> {
+  return new ByteBoundedCache<DocumentNode | null>(MAX_DOCUMENT_CACHE_BYTES, documentBytes);
+}
+
+/** Yoga's parse error cache, bounded the same way. */
+export function createParseErrorCache(): ByteBoundedCache<unknown> {
+  return new ByteBoundedCache(MAX_DOCUMENT_CACHE_BYTES / 4, (text, error) => 2 * text.length + 2 * String((error as Error)?.message ?? '').length + 512);
+}
