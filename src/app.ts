@@ -11,6 +11,7 @@ import { createDocumentCache, createParseErrorCache } from './graphql/document-c
 import { DATABASE_UNAVAILABLE, INTERNAL_ERROR_CODE, maskError } from './graphql/error-masking.js';
 import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
+import { ResponseBudget, useResponseBudget } from './graphql/response-budget.js';
 import { schema } from './graphql/schema.js';
 import { useFastPath } from './http/fast-path.js';
 import { credentialsOf, Gate, type Credentials } from './http/authentication.js';
@@ -133,6 +134,7 @@ export function createApp(options: AppOptions): App {
     loaders: createLoaders(database.db, viewer.workspaceId),
     requestId: requestIdOf(request),
     now: new Date(),
+    budget: new ResponseBudget(),
   });
   /** Credentials of the right form, then one of the key's requests spent (once per request, whichever path it takes). */
   const admitRequest = async (request: Request): Promise<Credentials> => {
@@ -201,6 +203,7 @@ export function createApp(options: AppOptions): App {
       })]),
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),
       useQueryLimits({ introspection }),
+      useResponseBudget(),
       useRequestTimeout({
         timeoutMs,
         startedAt: (request) => requestState(request).startedAt,

@@ -13,7 +13,7 @@ function referenceUtf8Bytes(value: string): number {
   return bytes;
 }
 
-const segmentCharacter = fc.constantFrom('a', 'Z', '0', '-', '_', '.', ' ', 'é', '日', '😀', '\t', '~');
+const segmentCharacter = fc.constantFrom('a', 'Z', '0', '-', '_', '.', ' ', 'é', '日', '😀', '\u00A0', '~', '\uFE0F');
 /** Segments that satisfy every rule: not empty, not "." or "..", not padded, short enough. */
 const validSegment = fc
   .array(segmentCharacter, { minLength: 1, maxLength: 12 })
@@ -24,7 +24,10 @@ const validPath = fc
   .map((segments) => segments.join('/'));
 
 /** Applies one violation to a valid path; returns the broken path and the rule it breaks. */
-const violation: fc.Arbitrary<[string, PathRule]> = fc.tuple(validPath, fc.integer({ min: 0, max: 9 }), fc.nat()).map(([path, kind, position]) => {
+/** Characters a path may not hold besides "\\" and NUL: controls, invisible formatting characters, line separators. */
+const INVISIBLE = ['\u0001', '\t', '\n', '\u001F', '\u007F', '\u0085', '\u009F', '\u00AD', '\u061C', '\u200B', '\u200C', '\u200D', '\u200E', '\u200F', '\u202A', '\u202E', '\u2028', '\u2029', '\u2060', '\u2066', '\u2069', '\uFEFF', '\u{E0001}', '\u{E007F}'];
+
+const violation: fc.Arbitrary<[string, PathRule]> = fc.tuple(validPath, fc.integer({ min: 0, max: 10 }), fc.nat()).map(([path, kind, position]) => {
   const segments = path.split('/');
   const at = position % (segments.length + 1);
   const insert = (segment: string) => [...segments.slice(0, at), segment, ...segments.slice(at)].join('/');
@@ -41,7 +44,7 @@ const violation: fc.Arbitrary<[string, PathRule]> = fc.tuple(validPath, fc.integ
     case 3:
       return [insert('..'), 'dotSegment'];
     case 4:
-      return [insert(position % 2 === 0 ? ' pad' : 'pad\t'), 'paddedSegment'];
+      return [insert(position % 2 === 0 ? ' pad' : 'pad '), 'paddedSegment'];
     case 5:
       return [insert(position % 2 === 0 ? 'back\\slash' : 'nul\u0000'), 'forbiddenCharacter'];
     case 6:
@@ -50,6 +53,8 @@ const violation: fc.Arbitrary<[string, PathRule]> = fc.tuple(validPath, fc.integ
       return [Array.from({ length: PATH_MAX_SEGMENTS + 1 }, () => 'a').join('/'), 'tooManySegments'];
     case 8:
       return [Array.from({ length: 6 }, () => '日'.repeat(60)).join('/'), 'tooLong'];
+    case 10:
+      return [insert(`in${INVISIBLE[position % INVISIBLE.length]}side`), 'invisibleCharacter'];
     default:
       return [`${path}/`, 'emptySegment'];
   }
@@ -57,6 +62,7 @@ const violation: fc.Arbitrary<[string, PathRule]> = fc.tuple(validPath, fc.integ
 
 function referencePathIsValid(path: string): boolean {
   if (path === '' || path.startsWith('/') || path.includes('\\') || path.includes('\u0000')) return false;
+  if (/[\p{Cc}\p{Cf}\u2028\u2029]/u.test(path)) return false;
   if (referenceUtf8Bytes(path) > PATH_MAX_BYTES) return false;
   const segments = path.split('/');
   if (segments.length > PATH_MAX_SEGMENTS) return false;

@@ -1,18 +1,38 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
- * The time limit of the request a statement is sent for. The request pipeline runs its
- * work inside `withinDeadline`; the database handles check it before each statement, so a
- * request past its limit stops at its next statement instead of running to its end (on
- * PGlite, which cannot cancel a statement, the only way to stop its work).
+ * The limits of the request a statement is sent for. The request pipeline runs each
+ * request's work inside its scope; the database handles check it before every statement, so
+ * that a request past its time limit, or stopped for another reason (its answer grew past
+ * its budget), sends no further statement: its work ends at its next statement instead of
+ * running to its end (on PGlite, which cannot cancel a statement, the only way to end it).
  */
-interface Limit {
-  /** performance.now() milliseconds after which no statement may start. */
-  at: number;
-  timeoutMs: number;
+export class StatementScope {
+  /** Why no further statement may be sent, once one may not. */
+  private stoppedBy: Error | null = null;
+
+  constructor(
+    /** performance.now() milliseconds after which no statement may start. */
+    readonly at: number,
+    readonly timeoutMs: number,
+  ) {}
+
+  /** Refuses every further statement of the request with `reason`. */
+  stop(reason: Error): void {
+    this.stoppedBy ??= reason;
+  }
+
+  run<T>(work: () => T): T {
+    return current.run(this, work);
+  }
+
+  check(): void {
+    if (this.stoppedBy) throw this.stoppedBy;
+    if (performance.now() > this.at) throw new DeadlineExceededError(this.timeoutMs);
+  }
 }
 
-const current = new AsyncLocalStorage<Limit>();
+const current = new AsyncLocalStorage<StatementScope>();
 
 export class DeadlineExceededError extends Error {
   constructor(readonly timeoutMs: number) {
@@ -21,12 +41,12 @@ export class DeadlineExceededError extends Error {
   }
 }
 
-export function withinDeadline<T>(at: number, timeoutMs: number, work: () => T): T {
-  return current.run({ at, timeoutMs }, work);
+/** Throws when the current request may send no further statement. */
+export function checkDeadline(): void {
+  current.getStore()?.check();
 }
 
-/** Throws DeadlineExceededError when the current request is past its limit. */
-export function checkDeadline(): void {
-  const limit = current.getStore();
-  if (limit && performance.now() > limit.at) throw new DeadlineExceededError(limit.timeoutMs);
+/** Stops the statements of the current request (if any): each further one fails with `reason`. */
+export function stopStatements(reason: Error): void {
+  current.getStore()?.stop(reason);
 }

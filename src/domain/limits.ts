@@ -116,6 +116,13 @@ export const DISCARD_BODY_TIMEOUT_MS = 5_000;
  */
 export const MAX_PREPARED_STATEMENT_TEXTS = 200;
 
+/**
+ * The text one answer may carry, in UTF-8 bytes: every text field's value counts, `content`
+ * before it is loaded. Past it, RESPONSE_TOO_LARGE (HTTP 400) instead of the data. It holds
+ * 160 memories of the largest content, or a dashboard of thousands of ordinary ones.
+ */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
 /** The memory the cache of parsed query documents may hold (texts and their syntax trees), per process. */
 export const MAX_DOCUMENT_CACHE_BYTES = 32 * 1024 * 1024;
 

@@ -14,7 +14,21 @@ import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { memories, memoryStores, memoryVersions } from '../db/schema.js';
 import { sql, type Statement as SQL } from '../db/statement.js';
 import { isIdOfKind, type IdKind } from '../domain/ids.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_PREPARED_STATEMENT_TEXTS } from '../domain/limits.js';
+import {
+  CONTENT_MAX_BYTES,
+  DEFAULT_PAGE_SIZE,
+  EXTERNAL_ID_BODY_MAX_CHARACTERS,
+  MAX_PAGE_SIZE,
+  MAX_PREPARED_STATEMENT_TEXTS,
+  MAX_RESPONSE_BYTES,
+  MEMORY_METADATA_MAX_KEYS,
+  METADATA_KEY_MAX_CHARACTERS,
+  METADATA_VALUE_MAX_CHARACTERS,
+  PATH_MAX_BYTES,
+  STORE_DESCRIPTION_MAX_CHARACTERS,
+  STORE_METADATA_MAX_KEYS,
+  STORE_NAME_MAX_CHARACTERS,
+} from '../domain/limits.js';
 import { isMemoryCountKept, MEMORY_LISTS, prefixUpperBound, type MemoryOrder } from '../domain/memories.js';
 import type { KeysetOrdering } from '../domain/pagination.js';
 import { MEMORY_STORE_LIST } from '../domain/stores.js';
@@ -234,8 +248,33 @@ const allStores: ConnectionSpec = {
 /** `json_build_object` takes at most 100 arguments: 50 keys. */
 const MAX_KEYS_PER_OBJECT = 50;
 
+/**
+ * The most bytes a compiled field can add to the answer (its JSON text at worst: every
+ * character four bytes of UTF-8 and escaped): the answer's worst case must stay within
+ * MAX_RESPONSE_BYTES, or the resolvers answer, spending the request's budget as they go.
+ */
+const TEXT_WORST = (characters: number) => characters * 4 * 2;
+const METADATA_WORST = (keys: number) => keys * (TEXT_WORST(METADATA_KEY_MAX_CHARACTERS + METADATA_VALUE_MAX_CHARACTERS) + 6);
+const FIELD_WORST_BYTES: Record<string, number> = {
+  'MemoryStore.name': TEXT_WORST(STORE_NAME_MAX_CHARACTERS),
+  'MemoryStore.description': TEXT_WORST(STORE_DESCRIPTION_MAX_CHARACTERS),
+  'MemoryStore.metadata': METADATA_WORST(STORE_METADATA_MAX_KEYS + 1),
+  'MemoryStore.identityId': 2 * (EXTERNAL_ID_BODY_MAX_CHARACTERS + 8),
+  'Memory.path': 2 * PATH_MAX_BYTES,
+  'Memory.content': 2 * CONTENT_MAX_BYTES,
+  'Memory.metadata': METADATA_WORST(MEMORY_METADATA_MAX_KEYS),
+  'MemoryVersion.path': 2 * PATH_MAX_BYTES,
+  'MemoryVersion.content': 2 * CONTENT_MAX_BYTES,
+};
+/** Ids, hashes, numbers, instants, enums, names of types: and the field's key. */
+const SHORT_FIELD_WORST_BYTES = 80;
+
 class Compiler {
   private aliases = 0;
+  /** How many times the field being compiled can appear in the answer (the pages around it). */
+  private multiplicity = 1;
+  /** The answer's size at worst, so far. */
+  worstBytes = 0;
 
   constructor(
     private readonly document: DocumentNode,
@@ -279,6 +318,7 @@ class Compiler {
     const parts: SQL[] = [];
     for (const field of this.fields(selectionSet, spec.typeName).values()) {
       const name = field.name.value;
+      this.worstBytes += this.multiplicity * (FIELD_WORST_BYTES[`${spec.typeName}.${name}`] ?? SHORT_FIELD_WORST_BYTES);
       let value: SQL;
       if (name === '__typename') value = literalName(spec.typeName);
       else {
@@ -293,6 +333,17 @@ class Compiler {
       parts.push(sql`${responseKey(field)}, ${value}`);
     }
     return sql`json_build_object(${sql.join(parts, sql`, `)})`;
+  }
+
+  /** Compiles what each of a page's `size` items holds. */
+  private pageOf<T>(size: number, compile: () => T): T {
+    const outer = this.multiplicity;
+    this.multiplicity *= size;
+    try {
+      return compile();
+    } finally {
+      this.multiplicity = outer;
+    }
   }
 
   /** A connection page: the rows of `spec` (under the parent row, if any), forward from the start. */
@@ -359,7 +410,7 @@ class Compiler {
           if (edgeField.arguments?.length) unsupported();
           const edgeValue =
             edgeName === 'node'
-              ? this.object(spec.node(), page, edgeField.selectionSet)
+              ? this.pageOf(size, () => this.object(spec.node(), page, edgeField.selectionSet))
               : edgeName === '__typename'
                 ? literalName(spec.edgeTypeName)
                 : unsupported();
@@ -490,7 +541,10 @@ export function compileRead(
   if (coerced.errors) return null;
   let statement: SQL;
   try {
-    statement = new Compiler(document, coerced.coerced).root(operation);
+    const compiler = new Compiler(document, coerced.coerced);
+    statement = compiler.root(operation);
+    // An answer that could pass the budget is built by the resolvers, which spend it as they go.
+    if (compiler.worstBytes > MAX_RESPONSE_BYTES) return null;
   } catch (error) {
     if (error instanceof Unsupported) return null;
     throw error;

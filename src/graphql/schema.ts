@@ -1,6 +1,7 @@
 import { lexicographicSortSchema, printSchema } from 'graphql';
 import { enforceAccess } from './access.js';
 import { builder } from './builder.js';
+import { guardResolvers } from './resolver-guards.js';
 import './types/errors.js';
 import './types/node.js';
 import './types/memory-store.js';
@@ -10,7 +11,7 @@ import './types/mount.js';
 import './types/session.js';
 import './types/api-key.js';
 
-export const schema = enforceAccess(builder.toSchema());
+export const schema = guardResolvers(enforceAccess(builder.toSchema()));
 
 /** The SDL checked in as schema.graphql: types and fields sorted so that diffs stay readable. */
 export function printSchemaSdl(): string {

@@ -3,6 +3,7 @@ import { GraphQLError, validate, type DocumentNode, type ExecutionResult, type G
 import { processRegularResult, type Plugin } from 'graphql-yoga';
 import type { CompiledRead } from '../graphql/compiled-reads.js';
 import { createDocumentCache } from '../graphql/document-cache.js';
+import type { ResponseBudget } from '../graphql/response-budget.js';
 import { costError, parseWithLimits, validationRules } from '../graphql/query-limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { unauthenticated, type Credentials } from './authentication.js';
@@ -150,7 +151,7 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
       }
 
       // Set before anything reaches the database: the time limit counts from the request's arrival.
-      const deadline = startDeadline(options.timeoutMs, performance.now() - options.startedAt(request));
+      const deadline = startDeadline(options.timeoutMs, performance.now() - options.startedAt(request), request.signal);
       const fail = (error: unknown) => endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
       // Variables that cannot be coerced, or a cost over the limit (the cost model reads no context).
       const refusal = costError(options.schema, document, selected, operation.variables, {});
@@ -182,17 +183,17 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
           endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
           return;
         }
-        const result = await deadline.within(
-          async () =>
-            (await normalizedExecutor({
-              schema: options.schema,
-              document,
-              contextValue: context,
-              variableValues: operation.variables,
-              operationName: operation.operationName,
-              signal: deadline.signal,
-            })) as ExecutionResult,
-        );
+        const { budget } = context as { budget?: ResponseBudget };
+        const result = await deadline.within(async () => {
+          const executed = (await normalizedExecutor({
+            schema: options.schema,
+            document,
+            contextValue: context,
+            variableValues: operation.variables,
+            operationName: operation.operationName,
+          })) as ExecutionResult;
+          return budget ? budget.settle(executed) : executed;
+        });
         endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
       } catch (error) {
         fail(error);

@@ -1,6 +1,6 @@
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { withinDeadline } from '../db/deadline.js';
+import { StatementScope } from '../db/deadline.js';
 import { requestTimeoutError } from '../graphql/error-masking.js';
 
 export interface RequestTimeoutOptions {
@@ -11,13 +11,12 @@ export interface RequestTimeoutOptions {
 
 /** A request's time limit, running from the moment it is started. */
 export interface Deadline {
-  /** Aborts (with the REQUEST_TIMEOUT error as reason) when the time is up; already aborted if it was up at the start. */
-  signal: AbortSignal;
   /**
-   * Runs the work under the limit: the database sends none of its statements once the time
-   * is up. Resolves with its result, or with the REQUEST_TIMEOUT result when the time runs
-   * out first — also when the work ends after the limit but before the timer could fire
-   * (PGlite holds the thread while a statement runs); the work is not waited for then.
+   * Runs the work under the limit: once the time is up the database sends none of its
+   * statements, so the work ends at its next one. Resolves with the work's result, or with
+   * the REQUEST_TIMEOUT result when the time runs out first — also when the work ends after
+   * the limit but before the timer could fire (PGlite holds the thread while a statement
+   * runs); the work is not waited for then.
    */
   within<T>(work: () => Promise<T>): Promise<T | ExecutionResult>;
   /** Stops the timer once the request is answered. */
@@ -25,46 +24,46 @@ export interface Deadline {
 }
 
 /** Starts the limit of a request that has already used `elapsedMs` of its `timeoutMs`. */
-export function startDeadline(timeoutMs: number, elapsedMs: number): Deadline {
+export function startDeadline(timeoutMs: number, elapsedMs: number, clientGone?: AbortSignal): Deadline {
   const remainingMs = timeoutMs - elapsedMs;
-  const controller = new AbortController();
+  const scope = new StatementScope(performance.now() + remainingMs, timeoutMs);
+  const error = requestTimeoutError(timeoutMs);
+  let expire!: () => void;
   const timedOut = new Promise<ExecutionResult>((resolve) => {
-    controller.signal.addEventListener('abort', () => resolve({ errors: [controller.signal.reason as GraphQLError] }), { once: true });
+    expire = () => {
+      scope.stop(error);
+      resolve({ errors: [error] });
+    };
   });
-  const timeout = () => {
-    if (!controller.signal.aborted) controller.abort(requestTimeoutError(timeoutMs));
-  };
-  const at = performance.now() + remainingMs;
   // Out of time before execution (a slow authentication): nothing runs at all.
-  if (remainingMs <= 0) timeout();
-  const timer = remainingMs > 0 ? setTimeout(timeout, remainingMs) : undefined;
+  if (remainingMs <= 0) expire();
+  const timer = remainingMs > 0 ? setTimeout(expire, remainingMs) : undefined;
+  // A client that went away needs no answer: its work stops at its next statement.
+  clientGone?.addEventListener('abort', () => scope.stop(error), { once: true });
   const late = <T>(result: T): T | ExecutionResult => {
-    if (performance.now() <= at) return result;
-    timeout();
-    return { errors: [controller.signal.reason as GraphQLError] };
+    if (performance.now() <= scope.at) return result;
+    expire();
+    return { errors: [error] };
   };
   return {
-    signal: controller.signal,
-    within: (work) => (controller.signal.aborted ? timedOut : Promise.race([withinDeadline(at, timeoutMs, work).then(late), timedOut])),
+    within: (work) => (remainingMs <= 0 ? timedOut : Promise.race([scope.run(work).then(late), timedOut])),
     clear: () => clearTimeout(timer),
   };
 }
 
 /**
- * Ends execution that outlives the request's time limit: no further field is resolved and
- * the client gets a top-level REQUEST_TIMEOUT (HTTP 503). A client that disconnects ends
- * its request's execution the same way. Statements already sent to PostgreSQL are ended
- * by its `statement_timeout` (set to the same limit); a write's transaction either commits
- * whole or rolls back whole.
+ * Ends execution that outlives the request's time limit: the client gets a top-level
+ * REQUEST_TIMEOUT (HTTP 503), and the work sends no further statement. Statements already
+ * sent to PostgreSQL are ended by its `statement_timeout` (set to the same limit); a write's
+ * transaction either commits whole or rolls back whole. A client that disconnects ends its
+ * request's work the same way.
  */
 export function useRequestTimeout(options: RequestTimeoutOptions): Plugin {
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
       const request = (args.contextValue as { request?: Request }).request;
-      const deadline = startDeadline(options.timeoutMs, request ? performance.now() - options.startedAt(request) : 0);
-      // Yoga's executor stops resolving further fields once this signal aborts…
-      (args as { signal?: AbortSignal }).signal = request?.signal ? AbortSignal.any([deadline.signal, request.signal]) : deadline.signal;
-      // …but waits for a mutation's field to settle: the answer does not wait.
+      const deadline = startDeadline(options.timeoutMs, request ? performance.now() - options.startedAt(request) : 0, request?.signal);
+      // The answer does not wait for the work once the time is up.
       setExecuteFn((executeArgs) => deadline.within(async () => executeFn(executeArgs)) as never);
       return {
         onExecuteDone() {

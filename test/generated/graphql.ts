@@ -29,7 +29,7 @@ export type CreateMemoryInput = {
   memoryStoreId: string | number;
   /** String key/value pairs: at most 16 keys of 1–64 characters with string values of at most 512 characters; "created_by" is an ordinary key here. Omitted or null: {}. */
   metadata?: Record<string, unknown> | null | undefined;
-  /** Its path: a relative path of at most 1024 UTF-8 bytes and 58 segments of at most 255 bytes; no empty, "." or ".." segments, no segments with leading or trailing whitespace, no "\\" or NUL; case-sensitive. No live memory of the store may have it. */
+  /** Its path: a relative path of at most 1024 UTF-8 bytes and 58 segments of at most 255 bytes; no empty, "." or ".." segments, no segments with leading or trailing whitespace, no "\\", NUL or other control characters, no invisible formatting characters (bidirectional controls, zero-width characters, soft hyphen, byte order mark: Unicode category Cf) and no line or paragraph separators; case-sensitive. No live memory of the store may have it. */
   path: string;
 };
 
@@ -157,7 +157,7 @@ export type UpdateMemoryInput = {
   id: string | number;
   /** Replaces the whole map: at most 16 keys of 1–64 characters with string values of at most 512 characters; "created_by" is an ordinary key here. */
   metadata?: Record<string, unknown> | null | undefined;
-  /** Renames the memory (it keeps its id): a relative path of at most 1024 UTF-8 bytes and 58 segments of at most 255 bytes; no empty, "." or ".." segments, no segments with leading or trailing whitespace, no "\\" or NUL; case-sensitive. A path taken by another live memory is a CONFLICT. */
+  /** Renames the memory (it keeps its id): a relative path of at most 1024 UTF-8 bytes and 58 segments of at most 255 bytes; no empty, "." or ".." segments, no segments with leading or trailing whitespace, no "\\", NUL or other control characters, no invisible formatting characters (bidirectional controls, zero-width characters, soft hyphen, byte order mark: Unicode category Cf) and no line or paragraph separators; case-sensitive. A path taken by another live memory is a CONFLICT. */
   path?: string | null | undefined;
 };
 

@@ -1,9 +1,10 @@
 import { ConflictError, NotFoundError } from '../../domain/errors.js';
 import { isIdOfKind } from '../../domain/ids.js';
-import { CONTENT_FIELD_COST } from '../../domain/limits.js';
+import { CONTENT_FIELD_COST, MAX_RESPONSE_BYTES } from '../../domain/limits.js';
 import { isVersionCountKept, redactMemoryVersion, type MemoryVersionRecord, type MemoryVersionSummary, type VersionFilter } from '../../domain/versions.js';
 import { writerOf, type Actor } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
+import { SPENDS_OWN_BUDGET } from '../response-budget.js';
 import { invalidRequest, mutationResult } from '../errors.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
 import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
@@ -67,10 +68,13 @@ builder.node(MemoryVersionRef, {
     path: t.exposeString('path', { description: 'The memory\'s path when this version was written.' }),
     content: t.string({
       nullable: true,
-      description: `The content this version captured; null only when redacted. Loaded only when selected (it costs ${CONTENT_FIELD_COST} toward the query cost limit).`,
+      description: `The content this version captured; null only when redacted. Loaded only when selected (it costs ${CONTENT_FIELD_COST} toward the query cost limit, and its size counts toward the ${MAX_RESPONSE_BYTES} bytes of text an answer may carry).`,
       complexity: CONTENT_FIELD_COST,
+      extensions: SPENDS_OWN_BUDGET,
       resolve: async (version, _args, context) => {
         if (version.redactedAt !== null) return null;
+        // Spent before loading: content past the budget is never read.
+        context.budget.spend(version.contentSizeBytes);
         return version.content !== undefined ? version.content : context.loaders.versionContent.load(version.id);
       },
     }),

@@ -3,6 +3,7 @@ import { isIdOfKind } from '../../domain/ids.js';
 import {
   CONTENT_FIELD_COST,
   CONTENT_MAX_BYTES,
+  MAX_RESPONSE_BYTES,
   MEMORY_METADATA_MAX_KEYS,
   METADATA_KEY_MAX_CHARACTERS,
   METADATA_VALUE_MAX_CHARACTERS,
@@ -22,6 +23,7 @@ import {
 import type { MemoryVersionRecord } from '../../domain/versions.js';
 import { writerOf } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
+import { SPENDS_OWN_BUDGET } from '../response-budget.js';
 import { mutationResult } from '../errors.js';
 import { memoryPathKey } from '../loaders.js';
 import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
@@ -47,9 +49,14 @@ builder.node(MemoryRef, {
     }),
     path: t.exposeString('path', { description: `Where the memory lives in its store: ${pathRules}.` }),
     content: t.string({
-      description: `The text. It is loaded only when selected; selecting it in long lists is what makes them expensive (it costs ${CONTENT_FIELD_COST} toward the query cost limit).`,
+      description: `The text. It is loaded only when selected; selecting it in long lists is what makes them expensive (it costs ${CONTENT_FIELD_COST} toward the query cost limit, and its size counts toward the ${MAX_RESPONSE_BYTES} bytes of text an answer may carry: past them, RESPONSE_TOO_LARGE).`,
       complexity: CONTENT_FIELD_COST,
-      resolve: async (memory, _args, context) => memory.content ?? (await context.loaders.memoryContent.load(memory.id)) ?? '',
+      extensions: SPENDS_OWN_BUDGET,
+      resolve: async (memory, _args, context) => {
+        // Spent before loading: content past the budget is never read.
+        context.budget.spend(memory.contentSizeBytes);
+        return memory.content ?? (await context.loaders.memoryContent.load(memory.id)) ?? '';
+      },
     }),
     contentSizeBytes: t.exposeInt('contentSizeBytes', { description: 'The size of the content in UTF-8 bytes.' }),
     contentSha256: t.exposeString('contentSha256', {

@@ -1,0 +1,36 @@
+import { defaultFieldResolver, getNamedType, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import { textBytes, type ResponseBudget } from './response-budget.js';
+
+/** The scalars whose values can be long; others (numbers, booleans, enums, instants) are short. */
+const TEXT_SCALARS = new Set(['String', 'ID', 'JSONObject']);
+
+const ignore = () => {};
+
+/**
+ * Wraps every resolver of the schema, once, on the built schema:
+ * - the value of a text field (String, ID, JSONObject, lists of them) spends the request's
+ *   answer budget (fields marked SPENDS_OWN_BUDGET spend it themselves, before loading);
+ * - a resolver's promise is always observed: an execution stopped early (its time limit, its
+ *   budget) no longer waits for the fields still running, and one of those failing later
+ *   must not be an unhandled rejection, which ends a Node process.
+ */
+export function guardResolvers(schema: GraphQLSchema): GraphQLSchema {
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    for (const field of Object.values(type.getFields())) {
+      const resolve = (field.resolve ?? defaultFieldResolver) as GraphQLFieldResolver<unknown, { budget?: ResponseBudget }>;
+      const spends = TEXT_SCALARS.has(getNamedType(field.type).name) && !(field.extensions as { spendsResponseBudget?: boolean }).spendsResponseBudget;
+      field.resolve = (source, args, context, info) => {
+        const value = resolve(source, args, context, info) as unknown;
+        if (value instanceof Promise) {
+          const settled = spends && context.budget ? value.then((resolved) => (context.budget!.spend(textBytes(resolved)), resolved)) : value;
+          settled.catch(ignore);
+          return settled;
+        }
+        if (spends && context.budget) context.budget.spend(textBytes(value));
+        return value;
+      };
+    }
+  }
+  return schema;
+}

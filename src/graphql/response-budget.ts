@@ -1,0 +1,79 @@
+import { GraphQLError, type ExecutionResult } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { stopStatements } from '../db/deadline.js';
+import { MAX_RESPONSE_BYTES } from '../domain/limits.js';
+
+/**
+ * How much text one answer may carry: MAX_RESPONSE_BYTES. The budget is spent while the
+ * answer is built — by every text field as it resolves (resolver-guards.ts), and by
+ * `content` before it is even loaded (its size is known from the row) — so that neither the
+ * database nor the server ever holds more than a bounded answer. Once spent, every further
+ * field and statement of the request fails at once, and the request is answered with one
+ * top-level RESPONSE_TOO_LARGE error instead of its data. (The executor is not aborted: it
+ * would stop waiting for fields still running, whose failures would then go unobserved.)
+ */
+
+export const RESPONSE_TOO_LARGE = 'RESPONSE_TOO_LARGE';
+
+export function responseTooLarge(maxBytes = MAX_RESPONSE_BYTES): GraphQLError {
+  return new GraphQLError(
+    `The answer would carry more than ${maxBytes} bytes of text, the limit: ask for less (smaller pages, fewer aliases, content of fewer memories). ` +
+      'A mutation\'s write is made even so: read before retrying it.',
+    { extensions: { code: RESPONSE_TOO_LARGE, max: maxBytes, http: { status: 400 } } },
+  );
+}
+
+export class ResponseBudget {
+  private spent = 0;
+  private error: GraphQLError | null = null;
+
+  constructor(readonly maxBytes = MAX_RESPONSE_BYTES) {}
+
+  get exceeded(): boolean {
+    return this.error !== null;
+  }
+
+  /**
+   * Spends `bytes`; past the budget, throws RESPONSE_TOO_LARGE — as does every later field —
+   * and the request sends no further statement: what is still resolving ends quickly.
+   */
+  spend(bytes: number): void {
+    if (this.error) throw this.error;
+    this.spent += bytes;
+    if (this.spent <= this.maxBytes) return;
+    this.error = responseTooLarge(this.maxBytes);
+    stopStatements(this.error);
+    throw this.error;
+  }
+
+  /** The answer to give: the execution's own, or RESPONSE_TOO_LARGE alone once the budget was spent. */
+  settle<Result extends ExecutionResult>(result: Result): Result | ExecutionResult {
+    return this.error ? { errors: [this.error] } : result;
+  }
+}
+
+/** The bytes a field's value adds to the answer, roughly: the UTF-8 length of its text. */
+export function textBytes(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + textBytes(item), 0);
+  if (value !== null && typeof value === 'object') {
+    let bytes = 2;
+    for (const [key, item] of Object.entries(value as Record<string, unknown>)) bytes += Buffer.byteLength(key, 'utf8') + textBytes(item) + 4;
+    return bytes;
+  }
+  return 0;
+}
+
+/** Marks a field that spends the budget itself (before loading its value). */
+export const SPENDS_OWN_BUDGET = { spendsResponseBudget: true } as const;
+
+/** Yoga's executions: once the request's budget is spent, the answer is RESPONSE_TOO_LARGE alone. */
+export function useResponseBudget(): Plugin {
+  return {
+    onExecute({ args, executeFn, setExecuteFn }) {
+      const budget = (args.contextValue as { budget?: ResponseBudget }).budget;
+      if (!budget) return;
+      setExecuteFn(async (executeArgs) => budget.settle((await executeFn(executeArgs)) as ExecutionResult) as never);
+    },
+  };
+}
