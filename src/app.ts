@@ -11,6 +11,7 @@ import { createDocumentCache, createParseErrorCache } from './graphql/document-c
 import { DATABASE_UNAVAILABLE, INTERNAL_ERROR_CODE, maskError } from './graphql/error-masking.js';
 import { createLoaders } from './graphql/loaders.js';
 import { useQueryLimits } from './graphql/query-limits.js';
+import { snapshotRunner, useReadSnapshots } from './graphql/read-snapshot.js';
 import { ResponseBudget, useResponseBudget } from './graphql/response-budget.js';
 import { schema } from './graphql/schema.js';
 import { useFastPath } from './http/fast-path.js';
@@ -28,7 +29,7 @@ export interface AppOptions {
    */
   config: Pick<Config, 'nodeEnv' | 'graphiql'> & Partial<Pick<Config, 'introspection' | 'rateLimit' | 'requestTimeoutMs'>>;
   /** `run` is needed for compiled reads: without it every read goes to the resolvers. */
-  database: Pick<DatabaseHandle, 'db' | 'ping'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw'>>;
+  database: Pick<DatabaseHandle, 'db' | 'ping'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw' | 'readSnapshot'>>;
   logger?: Logger;
   /** Pre-filled in GraphiQL's Authorization header (development only). */
   developmentKey?: string | null;
@@ -127,6 +128,11 @@ export function createApp(options: AppOptions): App {
   };
 
   const gate = new Gate(database.db, rateLimiter);
+  // A query's statements read one snapshot (its transaction's, with loaders of their own).
+  const inSnapshot = snapshotRunner<Context>(
+    database.readSnapshot ?? ((work) => database.db.transaction((tx) => work(tx as never))),
+    (context, tx) => ({ ...context, db: tx, loaders: createLoaders(tx, context.viewer.workspaceId) }),
+  );
   /** The context of an authenticated request. */
   const contextFor = (request: Request, viewer: Viewer): Context => ({
     viewer,
@@ -193,6 +199,7 @@ export function createApp(options: AppOptions): App {
         buildContext,
         admitRequest,
         contextFor,
+        inSnapshot,
         maskError,
         onErrors: logErrors,
         adoptRequest: (original, replacement) => requests.set(replacement, requestState(original)),
@@ -204,6 +211,7 @@ export function createApp(options: AppOptions): App {
       useRequestBodyLimit(MAX_REQUEST_BODY_BYTES),
       useQueryLimits({ introspection }),
       useResponseBudget(),
+      useReadSnapshots(inSnapshot),
       useRequestTimeout({
         timeoutMs,
         startedAt: (request) => requestState(request).startedAt,

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +47,11 @@ export interface DatabaseHandle {
   ping(): Promise<void>;
   /** Closes every connection (PGlite: flushes and releases the data dir). Idempotent. */
   close(): Promise<void>;
+  /**
+   * Runs several reads against one snapshot: a read-only REPEATABLE READ transaction on
+   * PostgreSQL, begun in one statement; on PGlite a transaction, which no other runs beside.
+   */
+  readSnapshot<T>(work: (db: Database) => Promise<T>): Promise<T>;
 }
 
 export interface DatabaseOptions {
@@ -97,7 +103,7 @@ const logger = { logQuery: beforeStatement };
  * that timers (a request's time limit) and other requests (/healthz) are served between
  * them; and a statement whose request has run out of time by its turn is not run at all
  * (a request's statements may all have been queued at once, by a DataLoader).
- * Statements inside a transaction run in its order and are checked as drizzle sends them.
+ * A transaction's statements are sent the same way.
  */
 function oneStatementAtATime<Client extends { query: (...args: never[]) => unknown; exec: (...args: never[]) => unknown }>(client: Client): Client {
   let tail: Promise<unknown> = Promise.resolve();
@@ -114,6 +120,11 @@ function oneStatementAtATime<Client extends { query: (...args: never[]) => unkno
           tail = turn.catch(() => {});
           return turn;
         };
+      }
+      // A transaction's statements go one at a time in the same way, in their own line.
+      if (property === 'transaction') {
+        return (body: (transaction: Client) => unknown, ...rest: unknown[]) =>
+          (value as (...callArgs: unknown[]) => unknown).call(target, (transaction: Client) => body(oneStatementAtATime(transaction)), ...rest);
       }
       return typeof value === 'function' ? (value as (...callArgs: unknown[]) => unknown).bind(target) : value;
     },
@@ -176,6 +187,8 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     ping: async () => {
       await client.query('select 1');
     },
+    // One transaction at a time runs on PGlite: a transaction is a snapshot already.
+    readSnapshot: (work) => db.transaction((tx) => work(tx as unknown as Database)),
     close,
   };
 }
@@ -188,6 +201,10 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
  * as a variable number of placeholders; texts built per request (compiled reads) say
  * whether to prepare them (RunOptions), since a session keeps what it prepared.
  */
+/** How the next transaction begins, when a read snapshot asks (drizzle would spend a statement on SET TRANSACTION). */
+const beginOptions = new AsyncLocalStorage<string>();
+const READ_SNAPSHOT_BEGIN = 'isolation level repeatable read read only';
+
 function preparingStatements(client: postgres.Sql): postgres.Sql {
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -198,7 +215,10 @@ function preparingStatements(client: postgres.Sql): postgres.Sql {
       if (property === 'begin') {
         return (...args: unknown[]) => {
           const body = args.pop() as (transaction: postgres.Sql) => unknown;
-          return (target.begin as (...beginArgs: unknown[]) => unknown)(...args, (transaction: postgres.Sql) => body(preparingStatements(transaction)));
+          const options = args.length === 0 ? beginOptions.getStore() : undefined;
+          return (target.begin as (...beginArgs: unknown[]) => unknown)(...(options ? [options] : args), (transaction: postgres.Sql) =>
+            beginOptions.exit(() => body(preparingStatements(transaction))),
+          );
         };
       }
       return Reflect.get(target, property, receiver);
@@ -251,6 +271,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     ping: async () => {
       await pingClient`select 1`;
     },
+    readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => db.transaction((tx) => work(tx as unknown as Database))),
     close: async () => {
       if (closed) return;
       closed = true;

@@ -3,6 +3,7 @@ import { GraphQLError, validate, type DocumentNode, type ExecutionResult, type G
 import { processRegularResult, type Plugin } from 'graphql-yoga';
 import type { CompiledRead } from '../graphql/compiled-reads.js';
 import { createDocumentCache } from '../graphql/document-cache.js';
+import type { RunInSnapshot } from '../graphql/read-snapshot.js';
 import type { ResponseBudget } from '../graphql/response-budget.js';
 import { costError, parseWithLimits, validationRules } from '../graphql/query-limits.js';
 import type { Viewer } from '../domain/viewer.js';
@@ -42,6 +43,8 @@ export interface FastPathOptions<Context> {
   admitRequest(request: Request): Promise<Credentials>;
   /** The context for a viewer authenticated by a compiled read. */
   contextFor(request: Request, viewer: Viewer): Context;
+  /** Runs a query's execution in one read snapshot (read-snapshot.ts). */
+  inSnapshot: RunInSnapshot<Context>;
   /** The app's error mask: expected errors pass, others become INTERNAL_SERVER_ERROR. */
   maskError(error: unknown): GraphQLError;
   /** Called with the errors of every answer, as clients see them, for the log. */
@@ -184,14 +187,11 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
           return;
         }
         const { budget } = context as { budget?: ResponseBudget };
+        const execute = async (contextValue: Context) =>
+          (await normalizedExecutor({ schema: options.schema, document, contextValue, variableValues: operation.variables, operationName: operation.operationName })) as ExecutionResult;
+        const ready = context;
         const result = await deadline.within(async () => {
-          const executed = (await normalizedExecutor({
-            schema: options.schema,
-            document,
-            contextValue: context,
-            variableValues: operation.variables,
-            operationName: operation.operationName,
-          })) as ExecutionResult;
+          const executed = selected.operation === 'query' ? await options.inSnapshot(ready, execute) : await execute(ready);
           return budget ? budget.settle(executed) : executed;
         });
         endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
