@@ -18,6 +18,7 @@ import { useFastPath } from './http/fast-path.js';
 import { credentialsOf, Gate, type Credentials } from './http/authentication.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { CLIENT_CLOSED_REQUEST, useRequestBodyLimit } from './http/request-body.js';
+import { useRequestErrorStatus } from './http/request-errors.js';
 import { useRequestTimeout } from './http/request-timeout.js';
 import { silentLogger, type Logger } from './logger.js';
 import type { Viewer } from './domain/viewer.js';
@@ -189,6 +190,7 @@ export function createApp(options: AppOptions): App {
     parserAndValidationCache: { documentCache: createDocumentCache() as never, errorCache: createParseErrorCache() },
     plugins: [
       requestLifecycle,
+      useRequestErrorStatus(),
       ...(config.graphiql ? [useGraphiQLAssets()] : []),
       ...(options.fastPath === false ? [] : [useFastPath<Context>({
         schema,

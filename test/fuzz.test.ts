@@ -70,6 +70,8 @@ interface Seeded {
   paths: string[];
   cursors: string[];
   externalIds: string[];
+  /** A store of alice's with memories of 100 KiB each: aliases of it would make a huge answer. */
+  largeStoreId: string;
 }
 
 let seeded: Seeded;
@@ -890,15 +892,15 @@ const getRequest: fc.Arbitrary<FuzzRequest> = fc
     ),
     fc.oneof({ arbitrary: fc.constant('GET'), weight: 10 }, { arbitrary: fc.constantFrom('HEAD', 'OPTIONS', 'PUT', 'PATCH', 'DELETE', 'TRACE_NOT', 'POST'), weight: 2 }),
     fc.constantFrom('application/graphql-response+json, application/json', 'application/json', 'text/html', 'text/event-stream', '*/*', 'application/xml', ''),
-    // GET needs a CSRF header (any value) to get past CSRF prevention to the parser.
-    fc.oneof({ arbitrary: fc.constant('1'), weight: 8 }, { arbitrary: fc.constantFrom(null, '', '0'), weight: 2 }),
+    // Sometimes as a page of another site would send it (an Origin, fetch metadata).
+    fc.oneof({ arbitrary: fc.constant<Record<string, string>>({}), weight: 8 }, { arbitrary: fc.constant({ origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }), weight: 2 }),
     credential,
   )
-  .map(([target, method, accept, csrf, who]) => ({
+  .map(([target, method, accept, extra, who]) => ({
     kind: 'GET and other methods',
     method: method === 'TRACE_NOT' ? 'PROPFIND' : method,
     target,
-    headers: { ...(accept === '' ? {} : { accept }), ...(csrf === null ? {} : { 'x-graphql-yoga-csrf': csrf }) },
+    headers: { ...(accept === '' ? {} : { accept }), ...extra },
     credential: who,
     body: method === 'GET' || method === 'HEAD' ? undefined : '',
   }));
@@ -1004,6 +1006,50 @@ const aliasRequest: fc.Arbitrary<FuzzRequest> = fc
     return asJsonPost(`many aliases (${shape})`, JSON.stringify({ query }), who);
   });
 
+/**
+ * Requests built to cost the most while staying under the limits: aliases of content-heavy
+ * lists (the answer's budget), counts under every filter (the count cost), compiled reads
+ * whose aliases all differ (prepared statements), and variables of the wrong types.
+ */
+const costlyRequest: fc.Arbitrary<FuzzRequest> = fc
+  .tuple(
+    fc.oneof(
+      { arbitrary: fc.constant('aliases × content' as const), weight: 1 },
+      { arbitrary: fc.constant('counts × filters' as const), weight: 3 },
+      { arbitrary: fc.constant('alias-varied compiled reads' as const), weight: 3 },
+      { arbitrary: fc.constant('coercion errors' as const), weight: 3 },
+    ),
+    fc.integer({ min: 1, max: 30 }),
+    fc.integer({ min: 0, max: 100 }),
+    fc.string({ minLength: 1, maxLength: 12 }).map((text) => text.replace(/[^_0-9A-Za-z]/g, '_')),
+    fc.oneof(oddString, oddNumber.map((value) => (value instanceof RawNumber ? value.text : value)), fc.constantFrom<unknown>(['a'], { a: 1 }, true, null, 'abc', -1, 101, 1.5)),
+    credential,
+  )
+  .map(([shape, aliases, page, aliasSeed, wrong, who]) => {
+    const { alice } = seeded;
+    const alias = (index: number) => `${/^[_A-Za-z]/.test(aliasSeed) ? aliasSeed : `a${aliasSeed}`}${index}`;
+    let query: string;
+    let variables: Record<string, unknown> = {};
+    switch (shape) {
+      case 'aliases × content':
+        query = `{ ${Array.from({ length: aliases }, (_, index) => `${alias(index)}: memoryStore(id: ${JSON.stringify(seeded.largeStoreId)}) { memories(first: ${page}) { edges { node { content metadata } } } }`).join(' ')} }`;
+        break;
+      case 'counts × filters': {
+        const filters = ['', 'operation: UPDATED', 'createdAfter: "2026-01-01T00:00:00Z"', `memoryId: ${JSON.stringify(alice.memory.id)}`, 'operation: DELETED, createdBefore: "2030-01-01T00:00:00Z"'];
+        query = `query ($id: ID!) { memoryStore(id: $id) { ${Array.from({ length: aliases }, (_, index) => `${alias(index)}: versions(first: ${page % 3}${filters[index % filters.length] ? `, ${filters[index % filters.length]}` : ''}) { totalCount } m${index}: memories(first: 0${index % 2 ? ', pathPrefix: "notes/"' : ''}) { totalCount }`).join(' ')} } }`;
+        variables = { id: alice.store.id };
+        break;
+      }
+      case 'alias-varied compiled reads':
+        query = `{ ${alias(0)}: memoryStores(first: ${Math.min(page, 20)}) { ${alias(1)}: totalCount edges { ${alias(2)}: node { ${alias(3)}: id ${alias(4)}: name memories(first: 3) { edges { node { ${alias(5)}: path } } } } } } ${alias(6)}: memory(id: ${JSON.stringify(alice.memory.id)}) { ${alias(7)}: content } }`;
+        break;
+      default:
+        query = 'query ($n: Int, $m: JSONObject, $o: MemoryOrder, $at: DateTime, $id: ID!) { memoryStore(id: $id) { memories(first: $n, orderBy: $o) { totalCount } versions(createdAfter: $at) { totalCount } } }';
+        variables = { id: alice.store.id, [['n', 'm', 'o', 'at', 'id'][aliases % 5]!]: wrong };
+    }
+    return asJsonPost(`costly (${shape})`, toJson({ query, variables }), who);
+  });
+
 /** Valid and invalid operations with missing, malformed, unknown and foreign credentials. */
 const authorizationRequest: fc.Arbitrary<FuzzRequest> = fc
   .tuple(
@@ -1058,7 +1104,12 @@ beforeAll(async () => {
       await createMemory(workspace.admin, store.id, { path: `fuzz/seed-${index}.md`, content: `seed ${index}`, metadata: { topic: 'seed' } });
     }
   }
-  const ownKeys = new Set([alice.adminKeyId, bob.adminKeyId, alice.identityKey.id]);
+  const large = await createStore(alice.admin, { name: 'fuzz large contents' });
+  for (let index = 0; index < 40; index += 1) {
+    await createMemory(alice.admin, large.id, { path: `large/${index}.md`, content: `${index} ${'L'.repeat(100 * 1024 - 8)}`, metadata: { size: 'large' } });
+  }
+  // Kept out of the id pool: the keys the fuzzer sends, and the large store (a write of the fuzzer could delete it).
+  const ownKeys = new Set([alice.adminKeyId, bob.adminKeyId, alice.identityKey.id, large.id]);
   const idsOfWorkspace = async (workspace: SeededWorkspace) =>
     [...idsInSnapshot(await tenantSnapshot(server.db, workspace.admin.workspaceId))].filter((id) => !ownKeys.has(id)).sort();
   const idsOf = { alice: await idsOfWorkspace(alice), bob: await idsOfWorkspace(bob) };
@@ -1071,6 +1122,7 @@ beforeAll(async () => {
     paths: [alice.memory.path, alice.deletedMemory.path, alice.agentPath, 'shared/guide.md', 'notes/', 'agent'],
     cursors: [...Object.values(alice.cursors), ...Object.values(bob.cursors)],
     externalIds: [alice.pair.identityId, alice.pair.templateId, bob.pair.identityId, bob.pair.templateId, 'idn_other', 'tmpl_other'],
+    largeStoreId: large.id,
   };
 });
 
@@ -1125,6 +1177,10 @@ describe('fuzzing the HTTP API', { timeout: 180_000 }, () => {
 
   it('many aliases and fields', async () => {
     await fuzz('many aliases', 7, 150, aliasRequest);
+  });
+
+  it('requests built to cost the most under the limits: aliases × content, counts × filters, alias-varied compiled reads, coercion errors', async () => {
+    await fuzz('costly requests', 10, 500, costlyRequest);
   });
 
   it('missing, malformed, unknown and foreign credentials', async () => {

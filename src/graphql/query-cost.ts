@@ -2,8 +2,6 @@ import type { FieldComplexityValue } from '@pothos/plugin-complexity';
 import {
   getArgumentValues,
   getNamedType,
-  getVariableValues,
-  GraphQLError,
   isInterfaceType,
   isListType,
   isNonNullType,
@@ -156,20 +154,9 @@ class CostWalker {
   }
 }
 
-/**
- * The cost of one operation of a validated document with the request's variables. Throws
- * the GraphQLErrors of variables that cannot be coerced (as execution would).
- */
-export function operationCost(
-  schema: GraphQLSchema,
-  document: DocumentNode,
-  operation: OperationDefinitionNode,
-  variables: Record<string, unknown> | undefined,
-  context: object,
-): number {
-  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
-  if (coerced.errors) throw coerced.errors[0] ?? new GraphQLError('The variables are not valid.');
+/** The cost of one operation of a validated document, with the request's variables coerced. */
+export function operationCost(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, coercedVariables: Record<string, unknown>, context: object): number {
   const root = schema.getRootType(operation.operation);
   if (!root) return 0;
-  return new CostWalker(schema, document, coerced.coerced, context).selection(operation.selectionSet, root);
+  return new CostWalker(schema, document, coercedVariables, context).selection(operation.selectionSet, root);
 }

@@ -1,4 +1,5 @@
 import {
+  getVariableValues,
   GraphQLError,
   Kind,
   NoSchemaIntrospectionCustomRule,
@@ -19,6 +20,7 @@ import {
 import type { Plugin } from 'graphql-yoga';
 import {
   CONTENT_FIELD_COST,
+  COUNT_SCAN_COST,
   MAX_QUERY_ALIASES,
   MAX_QUERY_COST,
   MAX_QUERY_DEPTH,
@@ -31,6 +33,8 @@ export type QueryLimitName = 'depth' | 'aliases' | 'tokens' | 'directives' | 'co
 
 export const QUERY_TOO_COMPLEX = 'QUERY_TOO_COMPLEX';
 export const INTROSPECTION_DISABLED = 'INTROSPECTION_DISABLED';
+export const GRAPHQL_PARSE_FAILED = 'GRAPHQL_PARSE_FAILED';
+export const GRAPHQL_VALIDATION_FAILED = 'GRAPHQL_VALIDATION_FAILED';
 
 /** A top-level refusal of an operation's shape: HTTP 400, nothing executed. */
 function queryTooComplex(limit: QueryLimitName, message: string, value: number | null, max: number): GraphQLError {
@@ -149,6 +153,9 @@ export function parseWithLimits(source: string | Source, parseOptions?: ParseOpt
         MAX_QUERY_TOKENS,
       );
     }
+    if (error instanceof GraphQLError) {
+      throw new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: GRAPHQL_PARSE_FAILED, http: { status: 400 } } });
+    }
     throw error;
   }
 }
@@ -158,31 +165,40 @@ export function validationRules(introspection: boolean): ValidationRule[] {
   return [...specifiedRules, documentLimitsRule, ...(introspection ? [] : [NoSchemaIntrospectionCustomRule])];
 }
 
+/** The code of a request the server cannot run as sent (bad variables, no query). */
+export const INVALID_REQUEST = 'INVALID_REQUEST';
+
+/** Removes "Did you mean …?" hints from a message when names must not be suggested. */
+function withoutSuggestions(message: string, introspection: boolean): string {
+  return introspection ? message : message.replace(SUGGESTION, '');
+}
+
 /**
- * The errors that stop an operation before execution: variables that cannot be coerced
- * (as execution would report them), or a cost over MAX_QUERY_COST. Null when it may run.
+ * The errors that stop an operation before execution: variables that cannot be coerced to
+ * their types (INVALID_REQUEST, one error per variable), or a cost over MAX_QUERY_COST
+ * (QUERY_TOO_COMPLEX). Both are HTTP 400. Null when it may run.
  */
 export function costError(
   schema: GraphQLSchema,
   document: DocumentNode,
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
-  context: object,
+  introspection: boolean,
 ): GraphQLError[] | null {
-  let cost: number;
-  try {
-    cost = operationCost(schema, document, operation, variables, context);
-  } catch (error) {
-    if (error instanceof GraphQLError) return [error];
-    throw error;
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
+  if (coerced.errors) {
+    return coerced.errors.map(
+      (error) => new GraphQLError(withoutSuggestions(error.message, introspection), { nodes: error.nodes, extensions: { code: INVALID_REQUEST, http: { status: 400 } } }),
+    );
   }
+  const cost = operationCost(schema, document, operation, coerced.coerced, {});
   if (cost <= MAX_QUERY_COST) return null;
   return [
     queryTooComplex(
       'cost',
       `The query's estimated cost is ${cost}; the limit is ${MAX_QUERY_COST}. ` +
-        `Each field costs 1, a connection multiplies its selection by first/last, and content costs ${CONTENT_FIELD_COST}: ` +
-        'ask for smaller pages, fewer nested lists or less content.',
+        `Each field costs 1, a connection multiplies its edges by first/last, content costs ${CONTENT_FIELD_COST} and a totalCount that must count ${COUNT_SCAN_COST}: ` +
+        'ask for smaller pages, fewer nested lists, less content or fewer counts.',
       cost,
       MAX_QUERY_COST,
     ),
@@ -205,20 +221,24 @@ export function useQueryLimits(options: QueryLimitsOptions): Plugin {
     },
     onValidate({ addValidationRule }) {
       addValidationRule(documentLimitsRule);
-      if (options.introspection) return undefined;
-      addValidationRule(NoSchemaIntrospectionCustomRule);
+      if (!options.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
+      // Every validation error is a request error: HTTP 400 with a code, whatever the response
+      // type; with introspection off, without the names "Did you mean …?" would give away.
       return ({ result, setResult }) => {
         if (result.length === 0) return;
         setResult(
           result.map((error) => {
             const introspection = error.message.startsWith('GraphQL introspection has been disabled');
-            const message = introspection
-              ? 'Introspection is turned off on this server (MEMSTORE_INTROSPECTION); the schema is published as schema.graphql.'
-              : error.message.replace(SUGGESTION, '');
-            if (!introspection && message === error.message) return error;
-            return new GraphQLError(message, {
+            if (introspection) {
+              return new GraphQLError('Introspection is turned off on this server (MEMSTORE_INTROSPECTION); the schema is published as schema.graphql.', {
+                nodes: error.nodes,
+                extensions: { code: INTROSPECTION_DISABLED, http: { status: 400 } },
+              });
+            }
+            const code = (error.extensions?.code as string | undefined) ?? GRAPHQL_VALIDATION_FAILED;
+            return new GraphQLError(withoutSuggestions(error.message, options.introspection), {
               nodes: error.nodes,
-              extensions: introspection ? { code: INTROSPECTION_DISABLED, http: { status: 400 } } : error.extensions,
+              extensions: { ...error.extensions, code, http: { status: 400 } },
             });
           }),
         );
@@ -228,7 +248,7 @@ export function useQueryLimits(options: QueryLimitsOptions): Plugin {
       const operation = selectOperation(args.document, args.operationName);
       // No such operation: execution reports it.
       if (!operation) return;
-      const errors = costError(args.schema, args.document, operation, args.variableValues ?? undefined, args.contextValue as object);
+      const errors = costError(args.schema, args.document, operation, args.variableValues ?? undefined, options.introspection);
       if (errors) setResultAndStopExecution({ errors });
     },
   };

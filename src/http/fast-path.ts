@@ -157,7 +157,7 @@ export function useFastPath<Context extends object>(options: FastPathOptions<Con
       const deadline = startDeadline(options.timeoutMs, performance.now() - options.startedAt(request), request.signal);
       const fail = (error: unknown) => endResponse(respond(request, { errors: [options.maskError(error)] }, mediaType, fetchAPI));
       // Variables that cannot be coerced, or a cost over the limit (the cost model reads no context).
-      const refusal = costError(options.schema, document, selected, operation.variables, {});
+      const refusal = costError(options.schema, document, selected, operation.variables, options.introspection);
 
       try {
         let context: Context | undefined;

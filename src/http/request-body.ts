@@ -40,6 +40,13 @@ async function readChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
   }
 }
 
+/** A body or query string without a query: there is nothing to run. */
+function missingQuery(): GraphQLError {
+  return new GraphQLError('Must provide a query string: send {"query": "…"} (or ?query=… with GET).', {
+    extensions: { code: 'INVALID_REQUEST', http: { status: 400 } },
+  });
+}
+
 function badRequest(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
 }
@@ -150,6 +157,7 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
         }
         // Arrays go on to Yoga, which refuses batches.
         if (body === null || typeof body !== 'object') throw badRequest('POST body must be a JSON object: {"query": …, "variables": …}.');
+        if (!Array.isArray(body) && typeof (body as { query?: unknown }).query !== 'string') throw missingQuery();
         return body as never;
       });
     },
@@ -171,6 +179,7 @@ function parseGetRequest(request: Request) {
       throw badRequest(`The ${name} parameter is not valid JSON.`);
     }
   };
+  if (!parameters.get('query')) throw missingQuery();
   return {
     query: parameters.get('query') || undefined,
     operationName: parameters.get('operationName') || undefined,
