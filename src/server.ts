@@ -3,7 +3,7 @@ import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/client.js';
 import { DataDirInUseError } from './db/data-dir-lock.js';
-import { HTTP_HEADERS_TIMEOUT_MS, HTTP_RECEIVE_TIMEOUT_MS } from './domain/limits.js';
+import { HTTP_HEADERS_TIMEOUT_MS, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_RECEIVE_TIMEOUT_MS } from './domain/limits.js';
 import { createLogger } from './logger.js';
 import { ensureApiKeys, readDevelopmentKey } from './startup.js';
 
@@ -45,6 +45,9 @@ async function main(): Promise<void> {
   // Slow senders (slowloris) hold a socket only so long.
   server.headersTimeout = HTTP_HEADERS_TIMEOUT_MS;
   server.requestTimeout = HTTP_RECEIVE_TIMEOUT_MS;
+  // Idle keep-alive connections stay open longer than clients usually keep theirs: a client
+  // reusing a connection the server is just closing would see ECONNRESET.
+  server.keepAliveTimeout = HTTP_KEEP_ALIVE_TIMEOUT_MS;
 
   let stopping = false;
   const stop = (signal: string) => {

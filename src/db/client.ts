@@ -210,7 +210,7 @@ function preparingStatements(client: postgres.Sql): postgres.Sql {
     get(target, property, receiver) {
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], queryOptions?: object) =>
-          target.unsafe(query, parameters as never, { prepare: true, ...queryOptions });
+          target.unsafe(query, parameters as never, { ...queryOptions, prepare: true });
       }
       if (property === 'begin') {
         return (...args: unknown[]) => {
@@ -243,12 +243,13 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     await lockClient.end();
   }
 
-  const client = preparingStatements(postgres(databaseUrl, {
-    max: options.poolSize ?? 10,
+  const pool = postgres(databaseUrl, {
+    max: options.poolSize ?? 20,
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
-  }));
+  });
+  const client = preparingStatements(pool);
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
   const pingClient = postgres(databaseUrl, {
     max: 1,
@@ -259,13 +260,15 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   let closed = false;
   return {
     db,
+    // Unprepared statements go to the pool itself: the wrapper prepares everything.
     run: async (text, params, options) => {
       beforeStatement(text, params);
-      return client.unsafe(text, params as never[], { prepare: options?.prepare ?? true });
+      return options?.prepare === false ? pool.unsafe(text, params as never[], { prepare: false }) : client.unsafe(text, params as never[]);
     },
     runRaw: async (text, params, options) => {
       beforeStatement(text, params);
-      return (await client.unsafe(text, params as never[], { prepare: options?.prepare ?? true }).raw()) as unknown as (Uint8Array | null)[][];
+      const query = options?.prepare === false ? pool.unsafe(text, params as never[], { prepare: false }) : client.unsafe(text, params as never[]);
+      return (await query.raw()) as unknown as (Uint8Array | null)[][];
     },
     kind: 'postgres',
     ping: async () => {
@@ -275,7 +278,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     close: async () => {
       if (closed) return;
       closed = true;
-      await Promise.all([client.end({ timeout: 5 }), pingClient.end({ timeout: 1 })]);
+      await Promise.all([pool.end({ timeout: 5 }), pingClient.end({ timeout: 1 })]);
     },
   };
 }

@@ -140,6 +140,8 @@ export const MAX_RATE_LIMIT_BUCKETS = 100_000;
 export const HTTP_HEADERS_TIMEOUT_MS = 10_000;
 /** How long a client may take to send a whole request (headers and body), in milliseconds. */
 export const HTTP_RECEIVE_TIMEOUT_MS = 30_000;
+/** How long an idle keep-alive connection stays open, in milliseconds (longer than clients usually keep theirs). */
+export const HTTP_KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 /**
  * The instants a DateTime argument or a cursor may name: years 0001 to 9999 in UTC. Outside

@@ -27,23 +27,26 @@ export interface Deadline {
 export function startDeadline(timeoutMs: number, elapsedMs: number, clientGone?: AbortSignal): Deadline {
   const remainingMs = timeoutMs - elapsedMs;
   const scope = new StatementScope(performance.now() + remainingMs, timeoutMs);
-  const error = requestTimeoutError(timeoutMs);
+  // Made only when the time is up: building an error (and its stack) on every request costs.
+  let error: GraphQLError | undefined;
+  const timedOutResult = (): ExecutionResult => ({ errors: [(error ??= requestTimeoutError(timeoutMs))] });
   let expire!: () => void;
   const timedOut = new Promise<ExecutionResult>((resolve) => {
     expire = () => {
-      scope.stop(error);
-      resolve({ errors: [error] });
+      const result = timedOutResult();
+      scope.stop(result.errors![0]!);
+      resolve(result);
     };
   });
   // Out of time before execution (a slow authentication): nothing runs at all.
   if (remainingMs <= 0) expire();
   const timer = remainingMs > 0 ? setTimeout(expire, remainingMs) : undefined;
   // A client that went away needs no answer: its work stops at its next statement.
-  clientGone?.addEventListener('abort', () => scope.stop(error), { once: true });
+  clientGone?.addEventListener('abort', () => scope.stop((error ??= requestTimeoutError(timeoutMs))), { once: true });
   const late = <T>(result: T): T | ExecutionResult => {
     if (performance.now() <= scope.at) return result;
     expire();
-    return { errors: [error] };
+    return timedOutResult();
   };
   return {
     within: (work) => (remainingMs <= 0 ? timedOut : Promise.race([scope.run(work).then(late), timedOut])),
