@@ -17,5 +17,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
+    // Away from UTC (−03:30; the database's is +05:45, test/support/database.ts): an answer
+    // that depends on the process's time zone is wrong in a test.
+    env: { TZ: 'America/St_Johns' },
   },
 });

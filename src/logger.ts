@@ -1,4 +1,5 @@
-import type { LogLevel } from './config.js';
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * JSON lines on stdout: one object per event with `time`, `level`, `msg` and fields.

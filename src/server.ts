@@ -1,16 +1,31 @@
+import fs from 'node:fs';
 import { createServer } from 'node:http';
-import { createApp } from './app.js';
+import { pathToFileURL } from 'node:url';
+import { createApp, eventHubOf, type AppOptions } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/client.js';
-import { DataDirInUseError } from './db/data-dir-lock.js';
+import { describeDatabaseOpenFailure } from './db/open-errors.js';
 import { HTTP_HEADERS_TIMEOUT_MS, HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_RECEIVE_TIMEOUT_MS } from './domain/limits.js';
+import { PersistedDocuments, PersistedDocumentsError } from './http/persisted-documents.js';
+import { openSharedLimits } from './http/shared-limits.js';
+import { startTracing } from './http/tracing.js';
+import { attachWebSocket } from './http/websocket.js';
+import { describeListenFailure } from './listen-errors.js';
 import { createLogger } from './logger.js';
-import { ensureApiKeys, readDevelopmentKey } from './startup.js';
+import { checkDevelopmentKey, databaseLabel, ensureApiKeys, reportDevelopmentKey } from './startup.js';
 
-/** How long a SIGTERM waits for in-flight requests before closing them. */
-const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * SIGTERM/SIGINT: in-flight requests get this long to finish, then their connections are
+ * closed; the process exits within SHUTDOWN_EXIT_MS of the signal whatever happens (a
+ * container runtime usually kills it after 10 s).
+ */
+const SHUTDOWN_DRAIN_MS = 7_000;
+const SHUTDOWN_EXIT_MS = 9_500;
+/** While draining, connections that fall idle (keep-alive, between requests) are closed this often. */
+const SHUTDOWN_IDLE_SWEEP_MS = 50;
 
-async function main(): Promise<void> {
+/** Starts the server as configured by the environment; `app` overrides options of the app (the benchmark compares them). */
+export async function main(app: Pick<AppOptions, 'leanPath'> = {}): Promise<void> {
   let config;
   try {
     config = loadConfig();
@@ -22,6 +37,14 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(config.logLevel);
+  let persistedDocuments = null;
+  try {
+    persistedDocuments = config.persistedDocuments ? PersistedDocuments.load(config.persistedDocuments.file, config.persistedDocuments.only) : null;
+  } catch (error) {
+    if (!(error instanceof PersistedDocumentsError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
 
   let database;
   try {
@@ -32,16 +55,24 @@ async function main(): Promise<void> {
       afterMigrate: (db) => ensureApiKeys(db, config, logger),
     });
   } catch (error) {
-    if (error instanceof DataDirInUseError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
+    const reason = describeDatabaseOpenFailure(error, config.databaseUrl);
+    if (reason === null) throw error;
+    process.stderr.write(`memstore cannot start: ${reason}\n`);
+    process.exit(1);
   }
 
-  const developmentKey = config.nodeEnv === 'production' ? null : await readDevelopmentKey(database.db, config);
-  const app = createApp({ config, database, logger, developmentKey });
-  const server = createServer(app);
+  // Outside production: which key file belongs to this database, and whether its key works.
+  const keyCheck = config.nodeEnv === 'production' ? null : await checkDevelopmentKey(database.db, config);
+  reportDevelopmentKey(keyCheck, databaseLabel(config), logger);
+  const developmentKey = keyCheck?.token ?? null;
+  // The OpenTelemetry SDK is loaded only when traces are exported.
+  const tracing = config.tracing ? await startTracing(config.tracing, packageVersion()) : null;
+  if (config.tracing) logger.info('exporting traces', { url: config.tracing.tracesUrl, protocol: config.tracing.protocol });
+  const sharedLimits = config.redisUrl ? openSharedLimits(config.redisUrl, config.rateLimit, config.maxSubscriptionsPerKey, logger) : null;
+  const yoga = createApp({ config, database, logger, developmentKey, persistedDocuments, tracing, sharedLimits, ...app });
+  const server = createServer(yoga);
+  // graphql-ws on the same port and path (/graphql).
+  const webSocket = attachWebSocket(server, yoga, logger);
   // Slow senders (slowloris) hold a socket only so long.
   server.headersTimeout = HTTP_HEADERS_TIMEOUT_MS;
   server.requestTimeout = HTTP_RECEIVE_TIMEOUT_MS;
@@ -53,14 +84,30 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info('shutting down: finishing in-flight requests', { signal });
-    const force = setTimeout(() => {
-      logger.warn('grace period over: closing remaining connections', { graceMs: SHUTDOWN_GRACE_MS });
+    logger.info('shutting down: finishing in-flight requests', { signal, drainMs: SHUTDOWN_DRAIN_MS });
+    // A keep-alive connection is idle between two requests: close each one as soon as its
+    // request is answered, so that a client holding one open does not hold up the exit.
+    const sweep = setInterval(() => server.closeIdleConnections(), SHUTDOWN_IDLE_SWEEP_MS);
+    sweep.unref();
+    const drainOver = setTimeout(() => {
+      logger.warn('drain deadline passed: closing remaining connections', { drainMs: SHUTDOWN_DRAIN_MS });
       server.closeAllConnections();
-    }, SHUTDOWN_GRACE_MS);
-    force.unref();
+    }, SHUTDOWN_DRAIN_MS);
+    drainOver.unref();
+    const giveUp = setTimeout(() => {
+      logger.error('could not stop in time: exiting', { exitMs: SHUTDOWN_EXIT_MS });
+      process.exit(1);
+    }, SHUTDOWN_EXIT_MS);
+    giveUp.unref();
+    // Open streams end now: they would hold the server past its drain deadline.
+    void webSocket.close();
+    void eventHubOf(yoga).close();
+    void sharedLimits?.close();
     server.close(async () => {
+      clearInterval(sweep);
+      clearTimeout(drainOver);
       try {
+        await tracing?.shutdown();
         await database.close();
         logger.info('stopped', { signal });
         process.exit(0);
@@ -74,8 +121,8 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  server.on('error', async (error) => {
-    process.stderr.write(`Cannot listen on ${config.host}:${config.port}: ${error.message}\n`);
+  server.on('error', async (error: NodeJS.ErrnoException) => {
+    process.stderr.write(`memstore cannot start: ${describeListenFailure(error, config.host, config.port)}\n`);
     await database.close();
     process.exit(1);
   });
@@ -88,7 +135,19 @@ async function main(): Promise<void> {
   });
 }
 
-main().catch((error: unknown) => {
+/** memstore's version, from the package.json beside src/ (and dist/). */
+function packageVersion(): string {
+  try {
+    return (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function failedToStart(error: unknown): never {
   process.stderr.write(`memstore failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
-});
+}
+
+// Run as the program (not imported by the benchmark's variants).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main().catch(failedToStart);

@@ -124,7 +124,7 @@ describe.skipIf(!fs.existsSync(CHROMIUM))('a page of another site in a real brow
       headers: { 'content-type': 'application/json', authorization: `Bearer ${developmentKey}` },
       body: JSON.stringify({ query: '{ memoryStores { totalCount } }' }),
     });
-    expect(await stores.json()).toEqual({ data: { memoryStores: { totalCount: 0 } } });
+    expect(((await stores.json()) as { data: unknown }).data).toEqual({ memoryStores: { totalCount: 0 } });
     const frameResponse = (await page.frames()).find((frame) => frame.url().startsWith(target));
     if (frameResponse) expect(await frameResponse.content().catch(() => '')).not.toContain(developmentKey);
 

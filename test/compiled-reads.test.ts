@@ -4,6 +4,17 @@ import { createApp } from '../src/app.js';
 import { countStatements } from '../src/db/statement-count.js';
 import { archiveStore, createMemory, createStore, deleteMemory, newPair, startSession, updateMemory } from './support/builders.js';
 import { TestClient, useTestServer } from './support/server.js';
+import {
+  CONTENT_MAX_BYTES,
+  MEMORY_METADATA_MAX_KEYS,
+  METADATA_KEY_MAX_CHARACTERS,
+  METADATA_VALUE_MAX_CHARACTERS,
+  PATH_MAX_BYTES,
+  PATH_SEGMENT_MAX_BYTES,
+  STORE_DESCRIPTION_MAX_CHARACTERS,
+  STORE_METADATA_MAX_KEYS,
+  STORE_NAME_MAX_CHARACTERS,
+} from '../src/domain/limits.js';
 
 const server = useTestServer();
 
@@ -57,13 +68,13 @@ beforeAll(async () => {
 
 const STORE_FIELDS = 'id name description status entryCount totalSize metadata systemManaged identityId createdAt updatedAt archivedAt __typename';
 const MEMORY_FIELDS = 'id memoryStoreId path content contentSizeBytes contentSha256 metadata createdAt updatedAt __typename';
-const VERSION_FIELDS = 'id memoryStoreId memoryId path content contentSizeBytes contentSha256 operation redacted redactedAt createdAt __typename';
+const VERSION_FIELDS = 'id memoryStoreId memoryId path content contentSizeBytes contentSha256 operation number redacted redactedAt createdAt __typename';
 
 async function expectSameAnswer(query: string, variables?: Record<string, unknown>, compiledStatements?: number) {
   const { result: compiled, statements } = await countStatements(() => both.compiled.send({ query, variables }));
   const resolvers = await both.resolvers.send({ query, variables });
   expect(compiled.status).toBe(resolvers.status);
-  expect({ data: compiled.data, errors: compiled.errors }).toEqual({ data: resolvers.data, errors: resolvers.errors });
+  expect({ data: compiled.data, errors: compiled.errors, extensions: compiled.extensions }).toEqual({ data: resolvers.data, errors: resolvers.errors, extensions: resolvers.extensions });
   if (compiledStatements !== undefined) expect(statements, query).toBe(compiledStatements);
   return compiled;
 }
@@ -88,6 +99,45 @@ describe('reads compiled to one SQL statement', () => {
     // Connections that read no rows: only counts, names and constants.
     await expectSameAnswer('{ memoryStores(first: 3) { pageInfo { __typename hasPreviousPage } } }', undefined, 1);
     await expectSameAnswer('{ memoryStores(first: 0) { totalCount pageInfo { hasPreviousPage } edges { node { id } } } }', undefined, 1);
+  });
+
+  it('answer padded, empty, mixed-case and maximal values exactly as the resolvers do', async () => {
+    // Values a rendering change would alter: whitespace at both ends, empty text, mixed case,
+    // every limit at its largest (four-byte characters where characters count).
+    const admin = await server.newWorkspace();
+    const resolvers = new TestClient(createApp({ config: { nodeEnv: 'test', graphiql: false }, database: server.database.handle, compiledReads: false }), admin.token, admin.workspaceId);
+    const wide = (characters: number) => '\u{1F600}'.repeat(characters);
+    const maxMetadata = (keys: number) =>
+      Object.fromEntries(Array.from({ length: keys }, (_, index) => [`${String(index).padStart(2, '0')}${wide(METADATA_KEY_MAX_CHARACTERS - 2)}`, ` ${wide(METADATA_VALUE_MAX_CHARACTERS - 2)} `]));
+    const padded = await createStore(admin, { name: '  Padded MiXeD Name  ', description: '  padded\tdescription  \n', metadata: { ' Spaced Key ': '  Value  ', UPPER: 'MiXeD' } });
+    await createStore(admin, { name: `${'Ä'.repeat(STORE_NAME_MAX_CHARACTERS - 1)}\u{1F600}`, description: wide(STORE_DESCRIPTION_MAX_CHARACTERS), metadata: maxMetadata(STORE_METADATA_MAX_KEYS) });
+    await createStore(admin, { name: 'e', description: '' });
+    const segment = (length: number, fill: string) => fill.repeat(length);
+    const longPath = Array.from({ length: 4 }, (_, index) => segment(PATH_SEGMENT_MAX_BYTES, String.fromCharCode(65 + index))).join('/');
+    for (const [path, content] of [
+      ['MiXeD/CaSe.MD', '  padded content  \n\n'],
+      ['empty.md', ''],
+      [longPath.slice(0, PATH_MAX_BYTES), wide(CONTENT_MAX_BYTES / 4)],
+      ['meta.md', 'x'],
+    ] as const) {
+      const memory = await createMemory(admin, padded.id, { path, content, metadata: path === 'meta.md' ? maxMetadata(MEMORY_METADATA_MAX_KEYS) : { ' a ': ' B ' } });
+      // Trailing spaces on the newest version; the largest content stays at the limit.
+      const next = Buffer.byteLength(content) === CONTENT_MAX_BYTES ? `${wide(CONTENT_MAX_BYTES / 4 - 1)}    ` : `${content}   `;
+      await updateMemory(admin, { id: memory.id, content: next });
+    }
+    const both = async (query: string, variables?: Record<string, unknown>) => {
+      const { result: compiled, statements } = await countStatements(() => admin.send({ query, variables }));
+      const expected = await resolvers.send({ query, variables });
+      expect(statements, query).toBe(1);
+      expect({ data: compiled.data, errors: compiled.errors, extensions: compiled.extensions }).toEqual({ data: expected.data, errors: expected.errors, extensions: expected.extensions });
+      return compiled;
+    };
+    const answer = await both(`{ memoryStores(first: 3) { edges { node { ${STORE_FIELDS}
+      memories(first: 4) { edges { node { ${MEMORY_FIELDS} versions(first: 2) { edges { node { ${VERSION_FIELDS} } } } } } } } } } }`);
+    const [, , first] = answer.data.memoryStores.edges;
+    expect(first.node.name).toBe('  Padded MiXeD Name  ');
+    expect(first.node.memories.edges.map((edge: { node: { content: string } }) => edge.node.content.length)).toContain(3);
+    await both('query ($id: ID!) { memoryStore(id: $id) { description metadata memories(pathPrefix: "MiXeD/") { edges { node { path content } } } } }', { id: padded.id });
   });
 
   it('answer memory(id:) and memoryStore(id:) as the resolvers do: found, missing, another workspace\'s, another kind\'s, not an id at all', async () => {
@@ -147,6 +197,11 @@ describe('reads compiled to one SQL statement', () => {
       '{ memoryStores(first: 2) { edges { node { id @include(if: true) } } } }',
       '{ memoryStores(first: 101) { totalCount } }',
       '{ memoryStores(first: 2) { edges { node { ... on Node { id } } } } }',
+      // History and browsing fields beyond the plain ones (`number` is plain and compiled).
+      '{ memoryStores(first: 2) { edges { node { memories(first: 3) { edges { node { versions(first: 2) { edges { node { number diff { additions deletions unified } } } } } } } } } } }',
+      '{ memoryStores(first: 2) { edges { node { entries(first: 3) { totalCount edges { node { __typename ... on MemoryFolder { path memoryCount } ... on Memory { id } } } } } } } }',
+      '{ memoryStores(first: 2) { edges { node { memories(first: 3) { edges { node { versions(first: 2) { edges { node { restoredFrom { id } } } } } } } } } } }',
+      '{ searchMemories(query: "content") { totalCount edges { score snippet { text } node { id } } } }',
     ]) {
       // Only PostgreSQL's JSON has spaces around colons: the resolvers answered.
       const response = await server.app.fetch('http://memstore.test/graphql', {

@@ -83,4 +83,57 @@ describe('configuration edges', () => {
     expect(() => loadConfig({ MEMSTORE_BOOTSTRAP_KEYS: `${'w'.repeat(64)}:${validToken}` })).toThrow(/entry 1/);
     expect(() => loadConfig({ DATABASE_URL: 'http://db:5432/x' })).toThrow(/DATABASE_URL/);
   });
+
+  it('allows no cross-origin access unless MEMSTORE_CORS_ORIGINS lists origins, or says *', () => {
+    expect(loadConfig({}).corsOrigins).toBeNull();
+    expect(loadConfig({ MEMSTORE_CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+    expect(loadConfig({ MEMSTORE_CORS_ORIGINS: 'https://a.example, http://localhost:5173' }).corsOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
+    for (const wrong of ['https://a.example/', 'https://a.example/path', 'a.example', 'ftp://a.example', '*,https://a.example', ',']) {
+      expect(() => loadConfig({ MEMSTORE_CORS_ORIGINS: wrong }), wrong).toThrow(/MEMSTORE_CORS_ORIGINS: must be \* or a comma-separated list of origins/);
+    }
+  });
+
+  it('reads the trusted documents\' file and only-mode, and refuses only-mode without a file', () => {
+    expect(loadConfig({}).persistedDocuments).toBeNull();
+    expect(loadConfig({ MEMSTORE_PERSISTED_DOCUMENTS: 'docs.json' }).persistedDocuments).toEqual({ file: expect.stringMatching(/\/docs\.json$/), only: false });
+    expect(loadConfig({ MEMSTORE_PERSISTED_DOCUMENTS: 'docs.json', MEMSTORE_PERSISTED_DOCUMENTS_ONLY: 'true' }).persistedDocuments?.only).toBe(true);
+    expect(() => loadConfig({ MEMSTORE_PERSISTED_DOCUMENTS_ONLY: 'true' })).toThrow(/needs MEMSTORE_PERSISTED_DOCUMENTS/);
+  });
+  it('opens /metrics outside production, needs MEMSTORE_METRICS_TOKEN for it in production, and refuses a weak token', () => {
+    expect(loadConfig({}).metrics).toEqual({ token: null });
+    expect(loadConfig({ NODE_ENV: 'test' }).metrics).toEqual({ token: null });
+    expect(loadConfig({ NODE_ENV: 'production' }).metrics).toBeNull();
+    const token = 'a'.repeat(16);
+    expect(loadConfig({ NODE_ENV: 'production', MEMSTORE_METRICS_TOKEN: token }).metrics).toEqual({ token });
+    expect(loadConfig({ MEMSTORE_METRICS_TOKEN: `${'Az09-._~+/='.repeat(23)}abc` }).metrics?.token).toHaveLength(256);
+    for (const wrong of ['a'.repeat(15), 'a'.repeat(257), `${'a'.repeat(16)} b`, `${'a'.repeat(16)}"`]) {
+      expect(() => loadConfig({ MEMSTORE_METRICS_TOKEN: wrong }), wrong).toThrow(/MEMSTORE_METRICS_TOKEN: must be 16 to 256 characters/);
+    }
+  });
+
+  it('traces only with an OTLP endpoint: its /v1/traces, or the traces endpoint as it is, over http/protobuf unless http/json is asked for', () => {
+    expect(loadConfig({}).tracing).toBeNull();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/' }).tracing).toEqual({
+      tracesUrl: 'http://127.0.0.1:4318/v1/traces',
+      protocol: 'http/protobuf',
+      serviceName: 'memstore',
+    });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example/otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'memstore-eu' }).tracing,
+    ).toEqual({ tracesUrl: 'https://collector.example/otlp/v1/traces', protocol: 'http/json', serviceName: 'memstore-eu' });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:9999/traces', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }).tracing,
+    ).toMatchObject({ tracesUrl: 'http://b:9999/traces', protocol: 'http/json' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBeNull();
+    let error: unknown;
+    try {
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as ConfigError).problems).toEqual([
+      'OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL, e.g. http://127.0.0.1:4318',
+      'OTEL_EXPORTER_OTLP_PROTOCOL: must be http/protobuf or http/json (memstore exports traces over OTLP/HTTP; grpc is not supported)',
+    ]);
+  });
 });

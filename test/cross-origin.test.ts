@@ -90,3 +90,76 @@ describe('requests from other web origins', () => {
     expect(await response.text()).not.toContain(DEVELOPMENT_KEY);
   });
 });
+
+describe('MEMSTORE_CORS_ORIGINS', () => {
+  const DASHBOARD = 'https://dashboard.example.com';
+
+  function corsApp(corsOrigins: readonly string[] | '*', leanPath = true) {
+    return createApp({
+      config: { nodeEnv: 'development', graphiql: true, corsOrigins, rateLimit: { perSecond: 10, burst: 10 } },
+      database: server.database.handle,
+      developmentKey: DEVELOPMENT_KEY,
+      leanPath,
+    });
+  }
+
+  async function query(app: ReturnType<typeof createApp>, origin: string, token: string) {
+    return app.fetch('http://localhost:4000/graphql', {
+      method: 'POST',
+      headers: { origin, 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: '{ memoryStores { totalCount } }' }),
+    });
+  }
+
+  it.each([true, false])('lets a listed origin read answers and the headers it needs (lean path: %s)', async (leanPath) => {
+    const client = await server.newWorkspace();
+    const response = await query(corsApp([DASHBOARD, 'http://localhost:5173'], leanPath), DASHBOARD, client.token!);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('access-control-allow-origin')).toBe(DASHBOARD);
+    expect(response.headers.get('access-control-allow-credentials')).toBe('true');
+    expect(response.headers.get('vary')).toMatch(/Origin/);
+    const exposed = response.headers.get('access-control-expose-headers')!.split(', ');
+    expect(exposed).toEqual(expect.arrayContaining(['x-request-id', 'ratelimit-remaining', 'retry-after']));
+    expect(((await response.json()) as { data: unknown }).data).toEqual({ memoryStores: { totalCount: 0 } });
+  });
+
+  it('gives an origin not on the list no CORS header at all', async () => {
+    const client = await server.newWorkspace();
+    const response = await query(corsApp([DASHBOARD]), 'https://evil.example', client.token!);
+    expect(response.status).toBe(200);
+    for (const header of CORS_HEADERS) expect(response.headers.get(header), header).toBeNull();
+  });
+
+  it('grants the preflight of a listed origin only', async () => {
+    const app = corsApp([DASHBOARD]);
+    const preflight = (origin: string) =>
+      app.fetch('http://localhost:4000/graphql', {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+      });
+    const granted = await preflight(DASHBOARD);
+    expect(granted.status).toBe(204);
+    expect(granted.headers.get('access-control-allow-origin')).toBe(DASHBOARD);
+    expect(granted.headers.get('access-control-allow-methods')).toContain('POST');
+    expect(granted.headers.get('access-control-allow-headers')!.split(', ')).toEqual(expect.arrayContaining(['authorization', 'content-type']));
+    expect(granted.headers.get('access-control-max-age')).toBe('600');
+    const refused = await preflight('https://evil.example');
+    for (const header of CORS_HEADERS) expect(refused.headers.get(header), header).toBeNull();
+  });
+
+  it('with *, lets any origin read answers, without credentials', async () => {
+    const client = await server.newWorkspace();
+    const response = await query(corsApp('*'), 'https://anyone.example', client.token!);
+    expect(response.headers.get('access-control-allow-origin')).toBe('https://anyone.example');
+    expect(response.headers.get('access-control-allow-credentials')).toBeNull();
+  });
+
+  it('never makes the GraphiQL page readable by another origin, even with * or the origin listed', async () => {
+    for (const app of [corsApp('*'), corsApp(['https://evil.example'])]) {
+      const response = await app.fetch(PAGE_URL, { headers: { accept: 'text/html', origin: 'https://evil.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' } });
+      const html = await response.text();
+      expect(html).not.toContain(DEVELOPMENT_KEY);
+      for (const header of CORS_HEADERS) expect(response.headers.get(header), header).toBeNull();
+    }
+  });
+});

@@ -1,7 +1,7 @@
-import { parse } from 'graphql';
+import { GraphQLError, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { MAX_DOCUMENT_CACHE_BYTES } from '../src/domain/limits.js';
-import { ByteBoundedCache, createDocumentCache, documentBytes } from '../src/graphql/document-cache.js';
+import { ByteBoundedCache, createParseCache, documentBytes } from '../src/graphql/document-cache.js';
 
 /**
  * The cache of parsed documents is bounded by the memory it holds, not by its number of
@@ -11,7 +11,7 @@ import { ByteBoundedCache, createDocumentCache, documentBytes } from '../src/gra
 
 describe('the document cache', () => {
   it(`holds at most ${MAX_DOCUMENT_CACHE_BYTES} bytes of documents, however large the query texts`, () => {
-    const cache = createDocumentCache();
+    const cache = createParseCache();
     for (let index = 0; index < 200; index += 1) {
       const text = `{ __typename } # ${String(index).padStart(6, '0')} ${'x'.repeat(900 * 1024)}`;
       cache.set(text, parse(text));
@@ -20,6 +20,16 @@ describe('the document cache', () => {
     // About 1.8 MB each: under twenty fit; 1,000 such texts would pin 1.8 GB in a cache of 1,000 entries.
     expect(cache.size).toBeLessThan(20);
     expect(cache.size).toBeGreaterThan(5);
+  });
+
+  it('holds parse errors of large texts within the same bound', () => {
+    const cache = createParseCache();
+    for (let index = 0; index < 200; index += 1) {
+      const text = `{ ${index} } ${'x'.repeat(900 * 1024)}`;
+      cache.set(text, new GraphQLError(`Syntax Error: Expected Name, found Int "${index}".`));
+      expect(cache.bytes).toBeLessThanOrEqual(MAX_DOCUMENT_CACHE_BYTES);
+    }
+    expect(cache.size).toBeLessThan(20);
   });
 
   it('keeps many ordinary documents, and drops the least recently used first', () => {

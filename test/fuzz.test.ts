@@ -502,6 +502,11 @@ function rightScalar(g: Gen, type: GraphQLScalarType | GraphQLEnumType, argument
         const pick = g(fc.nat, { max: 9 });
         return pick < 4 ? choose(g, seeded.cursors) : pick < 7 ? g(() => forgedCursor) : g(() => oddString);
       }
+      // History and browsing: folders of the seeded stores, search words, diff context.
+      if (/entries\.folder/.test(argumentName)) return choose(g, ['', 'notes/', 'agent/', 'shared/', 'notes', '/', '../', 'a//', g(() => oddString)]);
+      if (/searchMemories\.query/.test(argumentName)) {
+        return choose(g, ['second', 'notes live', '"read only" guide', 'agent -wrote', 'guide or gone', 'café', 'привет', '记忆', '', '-only', '!!!', g(() => oddString)]);
+      }
       if (/path/i.test(argumentName)) {
         const pick = g(fc.nat, { max: 9 });
         if (pick < 4) return choose(g, seeded.paths);
@@ -693,12 +698,16 @@ const variablesRequest: fc.Arbitrary<FuzzRequest> = fc
       'mutation M($m: JSONObject, $name: String!) { createMemoryStore(input: { name: $name, metadata: $m }) { __typename } }',
       'query Q($id: ID!, $p: String!) { memoryStore(id: $id) { memory(path: $p) { id content } } }',
       'query Q($i: ID!, $t: ID!, $first: Int) { memoryStoreMounts(identityId: $i, templateId: $t, first: $first) { totalCount } }',
+      'query Q($id: ID!, $against: ID, $context: Int!) { memoryVersion(id: $id) { number restoredFrom { id } diff(against: $against) { additions deletions unified(context: $context) hunks { oldStart lines { kind text } } } } }',
+      'mutation M($input: RestoreMemoryVersionInput!) { restoreMemoryVersion(input: $input) { __typename ... on Error { code message } } }',
+      'query Q($id: ID!, $folder: String!, $first: Int, $last: Int, $after: String, $before: String) { memoryStore(id: $id) { entries(folder: $folder, first: $first, last: $last, after: $after, before: $before) { totalCount edges { cursor node { __typename } } } } }',
+      'query Q($query: String!, $id: ID, $prefix: String, $first: Int, $after: String) { searchMemories(query: $query, memoryStoreId: $id, pathPrefix: $prefix, first: $first, after: $after) { totalCount edges { cursor score snippet { text matches { start end } } } } }',
     ),
     fc.oneof(
       { arbitrary: fc.jsonValue({ maxDepth: 4 }), weight: 4 },
       {
         arbitrary: fc.dictionary(
-          fc.constantFrom('id', 'ids', 'first', 'after', 'status', 'createdAfter', 'input', 'm', 'name', 'p', 'i', 't', '__proto__', 'constructor'),
+          fc.constantFrom('id', 'ids', 'first', 'after', 'status', 'createdAfter', 'input', 'm', 'name', 'p', 'i', 't', 'against', 'context', 'folder', 'query', 'last', 'before', 'prefix', '__proto__', 'constructor'),
           fc.oneof(wrongValue, deepValue, fc.jsonValue({ maxDepth: 3 }), fc.record({ name: oddString, metadata: wrongValue, content: oddString, path: oddString, id: fc.constantFrom('x', 'memstore_zzzzzzzzzzzzzzzzzzzz') })),
         ),
         weight: 6,

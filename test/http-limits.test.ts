@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import {
   CONTENT_MAX_BYTES,
+  COUNT_SCAN_COST,
   MAX_DISCARDED_BODY_BYTES,
+  MAX_QUERY_COST,
   MAX_REQUEST_BODY_BYTES,
   MEMORY_METADATA_MAX_KEYS,
   METADATA_KEY_MAX_CHARACTERS,
@@ -181,7 +183,7 @@ describe('what a request may be', () => {
       expect(response.json.errors[0].extensions.code).toBe('UNSUPPORTED_MEDIA_TYPE');
     }
     const withCharset = await post(client, JSON.stringify({ query: '{ __typename }' }), { 'content-type': 'application/json; charset=utf-8' });
-    expect(withCharset.json).toEqual({ data: { __typename: 'Query' } });
+    expect(withCharset.json).toEqual({ data: { __typename: 'Query' }, extensions: { cost: { estimated: 1, limit: MAX_QUERY_COST } } });
   });
 
   it('answers GET /graphql?query=… with a valid key and no other header; without a key, 401 UNAUTHENTICATED', async () => {
@@ -189,7 +191,7 @@ describe('what a request may be', () => {
     const url = `${GRAPHQL_URL}?query=${encodeURIComponent('{ memoryStores { totalCount } }')}`;
     const allowed = await server.app.fetch(url, { headers: { authorization: `Bearer ${client.token}` } });
     expect(allowed.status).toBe(200);
-    expect(await allowed.json()).toEqual({ data: { memoryStores: { totalCount: 0 } } });
+    expect(await allowed.json()).toEqual({ data: { memoryStores: { totalCount: 0 } }, extensions: { cost: { estimated: 1 + COUNT_SCAN_COST, limit: MAX_QUERY_COST } } });
     const anonymous = await server.app.fetch(url, { headers: { accept: 'application/json' } });
     expect(anonymous.status).toBe(401);
     expect((await anonymous.json()).errors[0].extensions.code).toBe('UNAUTHENTICATED');
@@ -217,7 +219,7 @@ describe('what a request may be', () => {
     const fine = await server.app.fetch(`${GRAPHQL_URL}?query=${encodeURIComponent('query ($n: Int) { memoryStores(first: $n) { totalCount } }')}&variables=${encodeURIComponent('{"n":1}')}`, {
       headers: { authorization: `Bearer ${client.token}`, accept: 'application/json'},
     });
-    expect(await fine.json()).toEqual({ data: { memoryStores: { totalCount: 0 } } });
+    expect(await fine.json()).toEqual({ data: { memoryStores: { totalCount: 0 } }, extensions: { cost: { estimated: 1 + COUNT_SCAN_COST, limit: MAX_QUERY_COST } } });
   });
 
   it('never runs a mutation sent with GET: 405, and nothing is written', async () => {

@@ -110,7 +110,8 @@ describe('HTTP', () => {
     const lines: string[] = [];
     const failingDb = new Proxy(server.db, {
       get(target, property, receiver) {
-        if (property === 'insert') {
+        // createMemoryStore inserts the store and its event in one transaction.
+        if (property === 'insert' || property === 'transaction') {
           return () => {
             throw new Error('insert into "memory_stores" failed: secret detail');
           };

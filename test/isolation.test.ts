@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { apiKeys, memoryStores } from '../src/db/schema.js';
+import { apiKeys, memoryStores, memoryVersions } from '../src/db/schema.js';
 import { newId, type IdKind } from '../src/domain/ids.js';
 import { schema } from '../src/graphql/schema.js';
 import { createMemory, createStore } from './support/builders.js';
@@ -344,6 +344,44 @@ const CASES: Record<string, IsolationCase> = {
     },
   },
 
+  'Query.searchMemories': {
+    says: 'finds nothing of A — by A\'s words, in A\'s stores, under A\'s paths — while B\'s own memory with the same words is found',
+    async run(context) {
+      const { a, b } = context;
+      const query = `query ($query: String!, $store: ID, $prefix: String) {
+        searchMemories(query: $query, memoryStoreId: $store, pathPrefix: $prefix) { totalCount edges { node { id path } snippet { text } } }
+      }`;
+      const words = ['second', 'notes live', 'read only guide', 'agent wrote this', 'gone soon', 'first'];
+      for (const store of [...storeIds(a), undefined]) {
+        for (const text of words) {
+          const response = await context.ask(query, { query: text, store, prefix: store ? 'notes/' : undefined });
+          expect(response.errors, text).toBeUndefined();
+          expect(response.data.searchMemories, `${text} in ${store}`).toEqual({ totalCount: 0, edges: [] });
+        }
+      }
+      const own = await createStore(b);
+      const mine = await createMemory(b, own.id, { path: a.memory.path, content: 'second' });
+      const response = await context.ask(query, { query: 'second notes' });
+      expect(response.data.searchMemories).toEqual({ totalCount: 1, edges: [{ node: { id: mine.id, path: a.memory.path }, snippet: { text: 'second' } }] });
+    },
+  },
+
+  'Mutation.restoreMemoryVersion': {
+    says: 'answers NotFoundError for A\'s versions — of live and deleted memories, redacted or not — and restores nothing',
+    async run(context) {
+      const { a } = context;
+      const query = `mutation ($input: RestoreMemoryVersionInput!) { restoreMemoryVersion(input: $input) { ${ERROR_FIELDS} } }`;
+      const deletedVersions = await server.db
+        .select({ id: memoryVersions.id })
+        .from(memoryVersions)
+        .where(and(eq(memoryVersions.workspaceId, a.admin.workspaceId), eq(memoryVersions.memoryId, a.deletedMemory.id)));
+      for (const id of [...a.memory.versionIds, ...deletedVersions.map((row) => row.id)]) {
+        await expectNotFoundAsMissing(context, 'restoreMemoryVersion', query, (asked) => ({ input: { id: asked } }), id, 'memoryVersion');
+        await expectNotFoundAsMissing(context, 'restoreMemoryVersion', query, (asked) => ({ input: { id: asked, expectedContentSha256: '0'.repeat(64) } }), id, 'memoryVersion');
+      }
+    },
+  },
+
   'Mutation.mountMemoryStore': {
     says: 'answers NotFoundError for mounting A\'s stores, on B\'s pairs and on A\'s pair',
     async run(context) {
@@ -511,6 +549,8 @@ describe('tenant isolation of nested fields', () => {
               afterForeignVersion: versions(after: $versionsCursor) { edges { node { id memoryId } } }
               mounts { totalCount }
               bindingInfo { identityTemplateCount }
+              rootOfB: entries { totalCount edges { node { __typename ... on MemoryFolder { path memoryCount } ... on Memory { id } } } }
+              folderOfB: entries(folder: "notes/") { totalCount edges { node { __typename ... on MemoryFolder { path memoryCount } ... on Memory { id } } } }
             }
           }`,
           { storeId: store.id, memoryId: a.memory.id, path: a.memory.path, memoriesCursor: a.cursors.memories, versionsCursor: a.cursors.storeVersions },
@@ -523,6 +563,25 @@ describe('tenant isolation of nested fields', () => {
         for (const edge of view.afterForeignVersion.edges) expect(edge.node.memoryId).toBe(bMemory.id);
         expect(view.mounts).toEqual({ totalCount: 0 });
         expect(view.bindingInfo).toEqual({ identityTemplateCount: 0 });
+        expect(a.memory.path.startsWith('notes/')).toBe(true);
+        expect(view.rootOfB).toEqual({ totalCount: 1, edges: [{ node: { __typename: 'MemoryFolder', path: 'notes/', memoryCount: 1 } }] });
+        expect(view.folderOfB).toEqual({ totalCount: 1, edges: [{ node: { __typename: 'Memory', id: bMemory.id } }] });
+      },
+    });
+  });
+
+  it('B\'s own versions diffed against A\'s versions answer null, as against versions that never existed', async () => {
+    await runCase({
+      says: '',
+      async run(context) {
+        const { a, b } = context;
+        const store = await createStore(b);
+        const bMemory = await createMemory(b, store.id, { path: a.memory.path, content: 'B\'s own' });
+        const query = `query ($id: ID!, $against: ID) { memory(id: $id) { latestVersion { number restoredFrom { id } diff(against: $against) { unified } } } }`;
+        for (const id of a.memory.versionIds) {
+          const response = await expectAnsweredAsMissing(context, query, (asked) => ({ id: bMemory.id, against: asked }), id, 'memoryVersion');
+          expect(response.data.memory.latestVersion).toEqual({ number: 1, restoredFrom: null, diff: null });
+        }
       },
     });
   });

@@ -54,3 +54,30 @@ describe('log lines', () => {
     expect(failure.error).toMatchObject({ message: 'Failed query: insert into "memories" values ($1, $2)', cause: { message: 'deadlock detected' } });
   });
 });
+
+describe('request log lines', () => {
+  it.each([true, false])('carry the operation name, the API key id and the workspace id once the key is known (lean path: %s)', async (leanPath) => {
+    const lines: string[] = [];
+    const client = await server.newWorkspace();
+    const app = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: server.database.handle, logger: createLogger('info', (line) => lines.push(line)), leanPath });
+    const send = (body: unknown, token = client.token!) =>
+      app.fetch('http://memstore.test/graphql', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    // A compiled read, a resolver read, an anonymous mutation, a key nobody has.
+    for (const response of [
+      await send({ query: 'query Compiled { memoryStores { totalCount } }' }),
+      await send({ query: 'query Resolved { memoryStores { edges { cursor } } }' }),
+      await send({ query: 'mutation { createMemoryStore(input: { name: "logged" }) { __typename } }' }),
+      await send({ query: 'query Stranger { memoryStores { totalCount } }' }, `msk_${'B'.repeat(40)}`),
+    ]) await response.text();
+    const requests = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request');
+    expect(requests.map(({ operationName, status, workspaceId: logged }) => ({ operationName, status, workspaceId: logged }))).toEqual([
+      { operationName: 'Compiled', status: 200, workspaceId: client.workspaceId },
+      { operationName: 'Resolved', status: 200, workspaceId: client.workspaceId },
+      { operationName: null, status: 200, workspaceId: client.workspaceId },
+      { operationName: 'Stranger', status: 401, workspaceId: undefined },
+    ]);
+    for (const entry of requests.slice(0, 3)) expect(entry.apiKeyId).toMatch(/^key_/);
+    expect(new Set(requests.slice(0, 3).map((entry) => entry.apiKeyId)).size).toBe(1);
+    expect(requests[3]!.apiKeyId).toBeUndefined();
+  });
+});

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { recordEvent } from '../src/domain/events.js';
 import { invariantViolations } from './support/invariants.js';
 import { openDatabaseAtLevel } from './support/migration-levels.js';
 
@@ -11,6 +12,8 @@ import { openDatabaseAtLevel } from './support/migration-levels.js';
 
 const sha = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const at = '2026-11-30T12:00:00.000Z';
+/** A timestamptz column as RFC 3339 UTC text, the same on both drivers. */
+const UTC = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** What a server at 0000_initial leaves behind: a workspace with stores, memories, versions, mounts and sessions, and one deleted workspace. */
 function initialLevelData(): string {
@@ -71,9 +74,103 @@ describe('upgrading from 0000_initial', () => {
       ]);
       expect(await database.query('select id from sessions order by id')).toEqual([{ id: 'sesn_0000000000000000000a' }]);
 
+      // 0002_memory_events: the outbox starts empty (changes made before the upgrade are not
+      // replayed); an event written after it gets its position from its transaction.
+      expect(await database.query<{ count: number }>('select count(*)::int as count from memory_events')).toEqual([{ count: 0 }]);
+      await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: 'memstore_0000000000000000000a', occurredAt: new Date(at) });
+      expect(await database.query('select kind, xid::text::bigint > 0 as positioned from memory_events')).toEqual([{ kind: 'store_updated', positioned: true }]);
+
       // From now on a deleted workspace takes its sessions with it.
       await database.exec(`delete from workspaces where id = 'upgrade'`);
       expect(await database.query('select id from sessions')).toEqual([]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('upgrading from 0001_sessions_workspace_fk', () => {
+  it('keeps every row and the invariants, and adds the empty request_replays table, whose rows go with their workspace', async () => {
+    const database = await openDatabaseAtLevel('0001_sessions_workspace_fk');
+    try {
+      await database.exec(initialLevelData());
+      await database.exec(`insert into idempotency_keys values ('upgrade', 'createMemoryStore', 'graphql-key', '${sha('input')}', 'memstore_0000000000000000000a', '${at}');`);
+      const before = await database.query('select id, name, entry_count, total_size::int as total_size from memory_stores order by id');
+
+      await database.migrateToLatest();
+
+      expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
+      expect(await database.query('select id, name, entry_count, total_size::int as total_size from memory_stores order by id')).toEqual(before);
+      expect(await database.query<{ count: number }>('select count(*)::int as count from memory_versions')).toEqual([{ count: 6 }]);
+      expect(await database.query('select key, result_id from idempotency_keys')).toEqual([{ key: 'graphql-key', result_id: 'memstore_0000000000000000000a' }]);
+      expect(await database.query('select * from request_replays')).toEqual([]);
+
+      await database.exec(`insert into request_replays values ('upgrade', 'rest-key', '${sha('request')}', '{}', '${at}');`);
+      await database.exec(`delete from workspaces where id = 'upgrade'`);
+      expect(await database.query('select * from request_replays')).toEqual([]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+
+describe('upgrading from 0001_sessions_workspace_fk (before history and browsing)', () => {
+  it('numbers stay, no version is a restore, and every folder above a stored memory gets its exact rollup and every memory its folder', async () => {
+    const database = await openDatabaseAtLevel('0001_sessions_workspace_fk');
+    try {
+      const store = 'memstore_0000000000000000000a';
+      const paths: [string, string, string][] = [
+        ['mem_0000000000000000000a', 'top.md', '2026-11-30T12:00:00.000Z'],
+        ['mem_0000000000000000000b', 'notes/a.md', '2026-11-30T12:00:01.000Z'],
+        ['mem_0000000000000000000c', 'notes/2026/b.md', '2026-11-30T12:00:03.000Z'],
+        ['mem_0000000000000000000d', 'notes/2026/c.md', '2026-11-30T12:00:02.000Z'],
+        ['mem_0000000000000000000e', 'ü/ñ/deep.md', '2026-11-30T12:00:04.000Z'],
+      ];
+      const rows = paths.map(([id, path, time], index) => {
+        const content = `content ${index}`;
+        return {
+          memory: `('upgrade', '${id}', '${store}', '${path}', '${content}', ${Buffer.byteLength(content)}, '${sha(content)}', '{}', 1, '${time}', '${time}')`,
+          version: `('upgrade', 'memver_000000000000000000${index}0', '${store}', '${id}', '${path}', '${content}', ${Buffer.byteLength(content)}, '${sha(content)}', 'created', 1, 'key_00000000000000000001', '${time}')`,
+        };
+      });
+      await database.exec(`
+        insert into workspaces values ('upgrade', '${at}');
+        insert into memory_stores values ('upgrade', '${store}', 'tree', '', 'active', ${paths.length}, ${paths.length * 9}, '{"created_by":"forward"}', false, null, null, '${at}', '${at}', null);
+        insert into memories values ${rows.map((row) => row.memory).join(', ')};
+        insert into memory_versions (workspace_id, id, memory_store_id, memory_id, path, content, content_size_bytes, content_sha256, operation, sequence, created_by_api_key_id, created_at)
+          values ${rows.map((row) => row.version).join(', ')};
+      `);
+
+      await database.migrateToLatest();
+
+      expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
+      expect(await database.query(`select path, parent, name, memory_count, total_size::int as total_size, ${UTC('updated_at')} as updated_at from memory_folders order by path`)).toEqual([
+        { path: 'notes/', parent: '', name: 'notes', memory_count: 3, total_size: 27, updated_at: '2026-11-30T12:00:03.000Z' },
+        { path: 'notes/2026/', parent: 'notes/', name: '2026', memory_count: 2, total_size: 18, updated_at: '2026-11-30T12:00:03.000Z' },
+        { path: 'ü/', parent: '', name: 'ü', memory_count: 1, total_size: 9, updated_at: '2026-11-30T12:00:04.000Z' },
+        { path: 'ü/ñ/', parent: 'ü/', name: 'ñ', memory_count: 1, total_size: 9, updated_at: '2026-11-30T12:00:04.000Z' },
+      ]);
+      expect(await database.query('select path, folder from memories order by path')).toEqual([
+        { path: 'notes/2026/b.md', folder: 'notes/2026/' },
+        { path: 'notes/2026/c.md', folder: 'notes/2026/' },
+        { path: 'notes/a.md', folder: 'notes/' },
+        { path: 'top.md', folder: '' },
+        { path: 'ü/ñ/deep.md', folder: 'ü/ñ/' },
+      ]);
+      expect(await database.query('select count(*)::int as count from memory_versions where restored_from_version_id is not null')).toEqual([{ count: 0 }]);
+      // Stored memories are searchable at once: the generated search column is filled for them.
+      expect(await database.query(`select path from memories where search_vector @@ websearch_to_tsquery('simple', 'content notes') order by path`)).toEqual([
+        { path: 'notes/2026/b.md' },
+        { path: 'notes/2026/c.md' },
+        { path: 'notes/a.md' },
+      ]);
+      // The trigger keeps the backfilled rollups from here on.
+      await database.exec(`delete from memories where id = 'mem_0000000000000000000c'`);
+      expect(await database.query(`select path, memory_count, ${UTC('updated_at')} as updated_at from memory_folders where path like 'notes/%' order by path`)).toEqual([
+        { path: 'notes/', memory_count: 2, updated_at: '2026-11-30T12:00:02.000Z' },
+        { path: 'notes/2026/', memory_count: 1, updated_at: '2026-11-30T12:00:02.000Z' },
+      ]);
     } finally {
       await database.close();
     }

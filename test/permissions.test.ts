@@ -106,6 +106,7 @@ const ROWS: Record<string, PermissionRow> = {
   'Query.memoryStore': { query: 'query ($id: ID!) { memoryStore(id: $id) { id } }', variables: ({ seed }) => ({ id: seed.session.defaultMemoryStoreId }) },
   'Query.memory': { query: 'query ($id: ID!) { memory(id: $id) { id content } }', variables: ({ seed }) => ({ id: seed.memory.id }) },
   'Query.memoryVersion': { query: 'query ($id: ID!) { memoryVersion(id: $id) { id } }', variables: ({ seed }) => ({ id: seed.memory.versionIds[1] }) },
+  'Query.searchMemories': { query: '{ searchMemories(query: "second") { totalCount edges { node { id } score } } }', variables: () => ({}) },
   'Query.session': { query: 'query ($id: ID!) { session(id: $id) { id defaultMemoryStoreId } }', variables: ({ seed }) => ({ id: seed.session.id }) },
   'Query.memoryStoreMounts': {
     query: 'query ($identityId: ID!, $templateId: ID!) { memoryStoreMounts(identityId: $identityId, templateId: $templateId) { totalCount edges { node { memoryStoreId name status entryCount } } } }',
@@ -144,6 +145,11 @@ const ROWS: Record<string, PermissionRow> = {
   },
   'Mutation.redactMemoryVersion': {
     query: `mutation ($id: ID!) { redactMemoryVersion(input: { id: $id }) { ${RESULT} } }`,
+    variables: ({ seed }) => ({ id: seed.memory.versionIds[1] }),
+  },
+  'Mutation.restoreMemoryVersion': {
+    // The memory's newest version: restoring it writes nothing, so the world stays as it is.
+    query: `mutation ($id: ID!) { restoreMemoryVersion(input: { id: $id }) { ${RESULT} } }`,
     variables: ({ seed }) => ({ id: seed.memory.versionIds[1] }),
   },
   'Mutation.mountMemoryStore': {

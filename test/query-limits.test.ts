@@ -156,8 +156,8 @@ describe('query cost', () => {
     expectTooComplex(result, 'cost', MAX_QUERY_COST);
     // 1 + 100 × (1 + 1 + (1 + 100 × (1 + 1 + (1 + 100 × (1 + 1 + 10)))))
     expect(result.errors![0]!.extensions!.value).toBe(12_030_301);
-    // Only the API key was looked up.
-    expect(statements).toBe(1);
+    // Refused before any statement: not even the key is looked up (the token was spent first).
+    expect(statements).toBe(0);
   });
 
   it('answers the 20 × 20 × 5 dashboard with content and totals', async () => {
@@ -190,7 +190,7 @@ describe('query cost', () => {
     expectTooComplex(result, 'cost', MAX_QUERY_COST);
     // 1 (memoryStore) + 30 × (the connection 1 + its count)
     expect(result.errors![0]!.extensions!.value).toBe(1 + 30 * (1 + COUNT_SCAN_COST));
-    expect(statements).toBe(1);
+    expect(statements).toBe(0);
     expectAnswered(await client.send({ query: query(19), variables: { id: store.id } }));
   });
 
@@ -237,5 +237,47 @@ describe('introspection and suggestions', () => {
       const typo = await client.send({ query: '{ memoryStorez { totalCount } }' });
       expect(typo.errors?.[0]?.message).toMatch(/Did you mean .*"memoryStores"/);
     }
+  });
+});
+
+describe('extensions.cost', () => {
+  // `memoryStores(first: 10) { totalCount edges { node { id name } } }`: the list, a count that
+  // must count, and 10 × (edge, node, id, name).
+  const READ = '{ memoryStores(first: 10) { totalCount edges { node { id name } } } }';
+  const READ_COST = 1 + COUNT_SCAN_COST + 10 * 4;
+
+  it.each([
+    ['the lean path', {}],
+    ['Yoga', { leanPath: false }],
+  ] as const)('is on every answer to an operation that was estimated, on %s: compiled reads, resolver reads, mutations, refusals', async (_path, options) => {
+    const app = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: server.database.handle, ...options });
+    const admin = await server.newWorkspace();
+    const client = new TestClient(app, admin.token, admin.workspaceId);
+    const compiled = await client.send({ query: READ });
+    expectAnswered(compiled);
+    expect(compiled.extensions).toEqual({ cost: { estimated: READ_COST, limit: MAX_QUERY_COST } });
+    // A cursor sends it to the resolvers: one more field per edge.
+    const resolved = await client.send({ query: '{ memoryStores(first: 10) { totalCount edges { cursor node { id name } } } }' });
+    expectAnswered(resolved);
+    expect(resolved.extensions).toEqual({ cost: { estimated: READ_COST + 10, limit: MAX_QUERY_COST } });
+    const mutation = await client.send({ query: 'mutation { createMemoryStore(input: { name: "costed" }) { __typename } }' });
+    expectAnswered(mutation);
+    expect(mutation.extensions).toEqual({ cost: { estimated: 2, limit: MAX_QUERY_COST } });
+    const refused = await client.send({ query: `{ ${'memoryStores(first: 100) { edges { node { memories(first: 100) { edges { node { content } } } } } }'} }` });
+    expect(refused.status).toBe(400);
+    expect(refused.extensions).toEqual({ cost: { estimated: 1 + 100 * (1 + 1 + (1 + 100 * (1 + 1 + CONTENT_FIELD_COST))), limit: MAX_QUERY_COST } });
+    // An error in execution keeps it.
+    const failed = await client.send({ query: '{ memoryStores(first: 1000) { totalCount } }' });
+    expect(failed.errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST');
+    expect(failed.extensions).toEqual({ cost: { estimated: 1 + COUNT_SCAN_COST, limit: MAX_QUERY_COST } });
+    const get = await app.fetch(`http://memstore.test/graphql?query=${encodeURIComponent(READ)}`, { headers: { authorization: `Bearer ${admin.token}`, accept: 'application/json' } });
+    expect(((await get.json()) as { extensions: unknown }).extensions).toEqual({ cost: { estimated: READ_COST, limit: MAX_QUERY_COST } });
+  });
+
+  it('is absent where no operation was estimated: a document that does not parse or validate, a missing key', async () => {
+    const admin = await server.newWorkspace();
+    expect((await admin.send({ query: '{ memoryStores(' })).extensions).toBeUndefined();
+    expect((await admin.send({ query: '{ memoryStorez }' })).extensions).toBeUndefined();
+    expect((await new TestClient(admin.app, null, '').send({ query: READ })).extensions).toBeUndefined();
   });
 });

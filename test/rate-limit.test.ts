@@ -103,29 +103,96 @@ describe('rate limiting per API key', () => {
   });
 });
 
+describe('RateLimit headers', () => {
+  const headersOf = (response: { headers: Headers }) => ({
+    limit: response.headers.get('ratelimit-limit'),
+    remaining: response.headers.get('ratelimit-remaining'),
+    reset: response.headers.get('ratelimit-reset'),
+  });
+
+  it.each([
+    ['the lean path', {}],
+    ['Yoga', { leanPath: false }],
+  ] as const)('say on %s what the key has left, moving as its requests are spent and as time passes', async (_path, options) => {
+    const clock = { now: 0 };
+    const app = createApp({
+      config: { nodeEnv: 'test', graphiql: false, rateLimit: { perSecond: 1, burst: 3 } },
+      database: server.database.handle,
+      clock: () => clock.now,
+      ...options,
+    });
+    const admin = await server.newWorkspace();
+    const client = new TestClient(app, admin.token, admin.workspaceId);
+    // A compiled read, a read the resolvers answer, a mutation: all the same.
+    expect(headersOf(await client.execute(ListStores, {}))).toEqual({ limit: '3', remaining: '2', reset: '1' });
+    expect(headersOf(await client.send({ query: '{ memoryStores { edges { cursor } } }' }))).toEqual({ limit: '3', remaining: '1', reset: '2' });
+    expect(headersOf(await client.execute(CreateStore, { input: { name: 'counted' } }))).toEqual({ limit: '3', remaining: '0', reset: '3' });
+    const refused = await client.execute(ListStores, {});
+    expect(refused.status).toBe(429);
+    expect(headersOf(refused)).toEqual({ limit: '3', remaining: '0', reset: '3' });
+    clock.now += 2_000;
+    expect(headersOf(await client.execute(ListStores, {}))).toEqual({ limit: '3', remaining: '1', reset: '2' });
+    // A GET query carries them too.
+    const get = await app.fetch(`http://memstore.test/graphql?query=${encodeURIComponent('{ memoryStores { totalCount } }')}`, {
+      headers: { authorization: `Bearer ${admin.token}`, accept: 'application/json' },
+    });
+    expect(get.status).toBe(200);
+    expect(headersOf(get)).toEqual({ limit: '3', remaining: '0', reset: '3' });
+  });
+
+  it('are not sent to a request without a key, or with a key nobody has', async () => {
+    const { app } = limitedApp(1, 3);
+    const anonymous = await new TestClient(app, null, '').execute(ListStores, {});
+    expect(anonymous.status).toBe(401);
+    expect(headersOf(anonymous)).toEqual({ limit: null, remaining: null, reset: null });
+    const stranger = await new TestClient(app, `msk_${'A'.repeat(40)}`, '').execute(ListStores, {});
+    expect(stranger.status).toBe(401);
+    expect(headersOf(stranger)).toEqual({ limit: null, remaining: null, reset: null });
+  });
+
+  it('are not sent when rate limiting is off', async () => {
+    const admin = await server.newWorkspace();
+    const response = await admin.execute(ListStores, {});
+    expect(response.status).toBe(200);
+    expect(headersOf(response)).toEqual({ limit: null, remaining: null, reset: null });
+  });
+});
+
 describe('the token bucket', () => {
   it('says how many whole seconds to wait for the next token', () => {
     let now = 0;
     const limiter = new RateLimiter({ perSecond: 0.1, burst: 2 }, () => now);
-    expect(limiter.take('k')).toBe(0);
-    expect(limiter.take('k')).toBe(0);
-    expect(limiter.take('k')).toBe(10);
+    const wait = () => limiter.take('k').retryAfterSeconds;
+    expect(wait()).toBe(0);
+    expect(wait()).toBe(0);
+    expect(wait()).toBe(10);
     now += 4_000;
-    expect(limiter.take('k')).toBe(6);
+    expect(wait()).toBe(6);
     now += 6_000;
-    expect(limiter.take('k')).toBe(0);
+    expect(wait()).toBe(0);
+  });
+
+  it('says what the key has left and when its whole budget is back', () => {
+    let now = 0;
+    const limiter = new RateLimiter({ perSecond: 2, burst: 3 }, () => now);
+    expect(limiter.take('k')).toEqual({ limit: 3, remaining: 2, resetSeconds: 1, retryAfterSeconds: 0 });
+    expect(limiter.take('k')).toEqual({ limit: 3, remaining: 1, resetSeconds: 1, retryAfterSeconds: 0 });
+    expect(limiter.take('k')).toEqual({ limit: 3, remaining: 0, resetSeconds: 2, retryAfterSeconds: 0 });
+    expect(limiter.take('k')).toEqual({ limit: 3, remaining: 0, resetSeconds: 2, retryAfterSeconds: 1 });
+    now += 1_000;
+    expect(limiter.take('k')).toEqual({ limit: 3, remaining: 1, resetSeconds: 1, retryAfterSeconds: 0 });
   });
 
   it(`keeps at most ${MAX_RATE_LIMIT_BUCKETS} buckets, dropping the least recently used first`, () => {
     const limiter = new RateLimiter({ perSecond: 1, burst: 1 }, () => 0);
-    expect(limiter.take('busy')).toBe(0);
+    expect(limiter.take('busy').retryAfterSeconds).toBe(0);
     for (let key = 0; key < MAX_RATE_LIMIT_BUCKETS; key += 1) {
       limiter.take(`flood-${key}`);
       // The busy key keeps being used, so it is never the least recently used.
-      if (key % 10_000 === 0) expect(limiter.take('busy')).toBeGreaterThan(0);
+      if (key % 10_000 === 0) expect(limiter.take('busy').retryAfterSeconds).toBeGreaterThan(0);
     }
     expect(limiter.size).toBe(MAX_RATE_LIMIT_BUCKETS);
-    expect(limiter.take('busy')).toBeGreaterThan(0);
+    expect(limiter.take('busy').retryAfterSeconds).toBeGreaterThan(0);
   });
 
   it('forgets keys whose buckets have refilled, so idle keys cost no memory', () => {

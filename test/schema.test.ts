@@ -27,3 +27,17 @@ describe('schema.graphql', () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe('GET /schema.graphql', () => {
+  it('serves exactly schema.graphql, with introspection off and without a key, and 304 for a client that has it', async () => {
+    const { createApp } = await import('../src/app.js');
+    const app = createApp({ config: { nodeEnv: 'production', graphiql: false, introspection: false }, database: { db: null as never, ping: async () => {} } });
+    const response = await app.fetch('http://memstore.test/schema.graphql');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(await response.text()).toBe(fs.readFileSync(SCHEMA_FILE, 'utf8'));
+    const again = await app.fetch('http://memstore.test/schema.graphql', { headers: { 'if-none-match': response.headers.get('etag')! } });
+    expect(again.status).toBe(304);
+    expect((await app.fetch('http://memstore.test/schema.graphql', { method: 'POST' })).status).toBe(405);
+  });
+});

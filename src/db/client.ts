@@ -8,11 +8,14 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
-import { IN_MEMORY_DATA_DIR } from '../config.js';
 import { lockDataDir } from './data-dir-lock.js';
 import * as schema from './schema.js';
-import { checkDeadline } from './deadline.js';
+import { checkDeadline, observeStatement } from './deadline.js';
 import { recordStatement } from './statement-count.js';
+import { PoolDemand, type PoolUse, type StatementDone } from './statement-observer.js';
+
+/** `MEMSTORE_DATA_DIR=memory://` keeps the embedded database in memory (gone at exit). */
+export const IN_MEMORY_DATA_DIR = 'memory://';
 
 /** A database handle or an open transaction: domain functions accept either. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -52,6 +55,13 @@ export interface DatabaseHandle {
    * PostgreSQL, begun in one statement; on PGlite a transaction, which no other runs beside.
    */
   readSnapshot<T>(work: (db: Database) => Promise<T>): Promise<T>;
+  /** Starts counting the work that holds or waits for connections (metrics); returns how the pool is used now. */
+  watchPool(): () => PoolUse;
+  /**
+   * LISTEN on a channel (PostgreSQL: one connection of its own, reconnected by postgres.js;
+   * PGlite: its `listen`). Resolves with the function that stops listening.
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
 }
 
 export interface DatabaseOptions {
@@ -105,26 +115,49 @@ const logger = { logQuery: beforeStatement };
  * (a request's statements may all have been queued at once, by a DataLoader).
  * A transaction's statements are sent the same way.
  */
-function oneStatementAtATime<Client extends { query: (...args: never[]) => unknown; exec: (...args: never[]) => unknown }>(client: Client): Client {
+function oneStatementAtATime<Client extends { query: (...args: never[]) => unknown; exec: (...args: never[]) => unknown }>(
+  client: Client,
+  /** The database's one connection: statements waiting their turn and transactions (null inside a transaction). */
+  demand: PoolDemand | null,
+): Client {
   let tail: Promise<unknown> = Promise.resolve();
   return new Proxy(client, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (property === 'query' || property === 'exec') {
         return (...args: unknown[]) => {
+          const end = demand?.begin();
           const turn = tail.then(async () => {
             await new Promise((resolve) => setImmediate(resolve));
             checkDeadline();
-            return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+            const done = observeStatement(args[0] as string);
+            if (!done) return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+            try {
+              const result = await (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+              done();
+              return result;
+            } catch (error) {
+              done(error);
+              throw error;
+            }
           });
           tail = turn.catch(() => {});
+          if (end) turn.then(end, end);
           return turn;
         };
       }
       // A transaction's statements go one at a time in the same way, in their own line.
       if (property === 'transaction') {
-        return (body: (transaction: Client) => unknown, ...rest: unknown[]) =>
-          (value as (...callArgs: unknown[]) => unknown).call(target, (transaction: Client) => body(oneStatementAtATime(transaction)), ...rest);
+        return (body: (transaction: Client) => unknown, ...rest: unknown[]) => {
+          const end = demand?.begin();
+          const transaction = (value as (...callArgs: unknown[]) => Promise<unknown>).call(
+            target,
+            (transaction: Client) => body(oneStatementAtATime(transaction, null)),
+            ...rest,
+          );
+          if (end) transaction.then(end, end);
+          return transaction;
+        };
       }
       return typeof value === 'function' ? (value as (...callArgs: unknown[]) => unknown).bind(target) : value;
     },
@@ -158,7 +191,8 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     releaseLock();
     throw error;
   }
-  const statements = oneStatementAtATime(client);
+  const demand = new PoolDemand(1);
+  const statements = oneStatementAtATime(client, demand);
   const db = drizzlePglite({ client: statements, schema, logger }) as unknown as Database;
   let closed = false;
   const close = async () => {
@@ -189,6 +223,13 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     },
     // One transaction at a time runs on PGlite: a transaction is a snapshot already.
     readSnapshot: (work) => db.transaction((tx) => work(tx as unknown as Database)),
+    watchPool: () => demand.watch(),
+    listen: async (channel, onNotify) => {
+      const unlisten = await client.listen(channel, onNotify);
+      return async () => {
+        if (!closed) await unlisten();
+      };
+    },
     close,
   };
 }
@@ -205,20 +246,27 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
 const beginOptions = new AsyncLocalStorage<string>();
 const READ_SNAPSHOT_BEGIN = 'isolation level repeatable read read only';
 
-function preparingStatements(client: postgres.Sql): postgres.Sql {
+function preparingStatements(
+  client: postgres.Sql,
+  /** The pool's connections: statements outside transactions, and transactions (null inside a transaction). */
+  demand: PoolDemand | null,
+): postgres.Sql {
   return new Proxy(client, {
     get(target, property, receiver) {
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], queryOptions?: object) =>
-          target.unsafe(query, parameters as never, { ...queryOptions, prepare: true });
+          watched(target.unsafe(query, parameters as never, { ...queryOptions, prepare: true }), query, demand);
       }
       if (property === 'begin') {
         return (...args: unknown[]) => {
+          const end = demand?.begin();
           const body = args.pop() as (transaction: postgres.Sql) => unknown;
           const options = args.length === 0 ? beginOptions.getStore() : undefined;
-          return (target.begin as (...beginArgs: unknown[]) => unknown)(...(options ? [options] : args), (transaction: postgres.Sql) =>
-            beginOptions.exit(() => body(preparingStatements(transaction))),
+          const transaction = (target.begin as (...beginArgs: unknown[]) => Promise<unknown>)(...(options ? [options] : args), (transaction: postgres.Sql) =>
+            beginOptions.exit(() => body(preparingStatements(transaction, null))),
           );
+          if (end) transaction.then(end, end);
+          return transaction;
         };
       }
       return Reflect.get(target, property, receiver);
@@ -226,10 +274,35 @@ function preparingStatements(client: postgres.Sql): postgres.Sql {
   });
 }
 
+/**
+ * A postgres.js query, told to the request's statement observer and counted in the pool's
+ * demand when either watches. Its `then` is hooked on the instance, because the query runs
+ * only once awaited and callers still call `.values()` or `.raw()` on it (which return it).
+ */
+function watched<Query extends PromiseLike<unknown>>(query: Query, text: string, demand: PoolDemand | null): Query {
+  const done = observeStatement(text);
+  const end = demand?.begin();
+  if (!done && !end) return query;
+  const settle: StatementDone = (error) => {
+    end?.();
+    done?.(error);
+  };
+  const then = query.then;
+  let hooked = false;
+  query.then = function (this: Query, ...args: Parameters<Query['then']>) {
+    if (!hooked) {
+      hooked = true;
+      then.call(this, () => settle(), (error: unknown) => settle(error));
+    }
+    return then.apply(this, args);
+  } as Query['then'];
+  return query;
+}
+
 async function openPostgres(options: DatabaseOptions, databaseUrl: string): Promise<DatabaseHandle> {
   // Migrations run over one dedicated connection that holds an advisory lock, so that
   // several servers starting at once against an empty database migrate it exactly once.
-  const lockClient = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  const lockClient = postgres(databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS });
   try {
     const lockDb = drizzlePostgres({ client: lockClient, schema, logger }) as unknown as Database;
     await lockDb.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
@@ -243,13 +316,15 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     await lockClient.end();
   }
 
+  const poolSize = options.poolSize ?? 20;
   const pool = postgres(databaseUrl, {
-    max: options.poolSize ?? 20,
+    max: poolSize,
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
   });
-  const client = preparingStatements(pool);
+  const demand = new PoolDemand(poolSize);
+  const client = preparingStatements(pool, demand);
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
   const pingClient = postgres(databaseUrl, {
     max: 1,
@@ -263,11 +338,11 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     // Unprepared statements go to the pool itself: the wrapper prepares everything.
     run: async (text, params, options) => {
       beforeStatement(text, params);
-      return options?.prepare === false ? pool.unsafe(text, params as never[], { prepare: false }) : client.unsafe(text, params as never[]);
+      return options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand) : client.unsafe(text, params as never[]);
     },
     runRaw: async (text, params, options) => {
       beforeStatement(text, params);
-      const query = options?.prepare === false ? pool.unsafe(text, params as never[], { prepare: false }) : client.unsafe(text, params as never[]);
+      const query = options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand) : client.unsafe(text, params as never[]);
       return (await query.raw()) as unknown as (Uint8Array | null)[][];
     },
     kind: 'postgres',
@@ -275,6 +350,13 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       await pingClient`select 1`;
     },
     readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => db.transaction((tx) => work(tx as unknown as Database))),
+    watchPool: () => demand.watch(),
+    listen: async (channel, onNotify) => {
+      const { unlisten } = await pool.listen(channel, () => onNotify());
+      return async () => {
+        if (!closed) await unlisten();
+      };
+    },
     close: async () => {
       if (closed) return;
       closed = true;

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { StatementDone, StatementObserver } from './statement-observer.js';
 
 /**
  * The limits of the request a statement is sent for. The request pipeline runs each
@@ -15,6 +16,8 @@ export class StatementScope {
     /** performance.now() milliseconds after which no statement may start. */
     readonly at: number,
     readonly timeoutMs: number,
+    /** Told of each statement the request sends (metrics and traces), when they are on. */
+    readonly observer?: StatementObserver,
   ) {}
 
   /** Refuses every further statement of the request with `reason`. */
@@ -44,6 +47,11 @@ export class DeadlineExceededError extends Error {
 /** Throws when the current request may send no further statement. */
 export function checkDeadline(): void {
   current.getStore()?.check();
+}
+
+/** Tells the current request's observer (if any) that a statement is sent: call the result once it has its answer. */
+export function observeStatement(text: string): StatementDone | undefined {
+  return current.getStore()?.observer?.(text);
 }
 
 /** Stops the statements of the current request (if any): each further one fails with `reason`. */

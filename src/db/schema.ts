@@ -135,6 +135,42 @@ export const memories = pgTable(
   ],
 );
 
+/**
+ * One row per folder of a store that holds memories (a path prefix ending in "/", at any
+ * depth): how many live memories lie below it, their bytes and their newest updatedAt.
+ * Kept by a trigger on `memories` (drizzle/0003_memory_folders.sql), in the transaction of
+ * every memory write, so MemoryStore.entries reads a folder level from an index. The
+ * trigger also fills `memories.folder` (the path up to its last "/"), a generated column
+ * declared only in that migration: drizzle never selects it.
+ */
+export const memoryFolders = pgTable(
+  'memory_folders',
+  {
+    workspaceId: keyText('workspace_id').notNull(),
+    memoryStoreId: keyText('memory_store_id').notNull(),
+    /** Ends with "/". */
+    path: byteOrderedText('path').notNull(),
+    /** The folder holding it: "" at the store's root. */
+    parent: byteOrderedText('parent').notNull(),
+    /** Its last segment, without "/". */
+    name: byteOrderedText('name').notNull(),
+    memoryCount: integer('memory_count').notNull(),
+    totalSize: bigint('total_size', { mode: 'number' }).notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.memoryStoreId, table.path] }),
+    foreignKey({
+      name: 'memory_folders_store_fk',
+      columns: [table.workspaceId, table.memoryStoreId],
+      foreignColumns: [memoryStores.workspaceId, memoryStores.id],
+    }).onDelete('cascade'),
+    // One folder level, by name.
+    index('memory_folders_parent_idx').on(table.workspaceId, table.memoryStoreId, table.parent, table.name),
+    check('memory_folders_counters_positive', sql`${table.memoryCount} > 0 and ${table.totalSize} >= 0`),
+  ],
+);
+
 export const memoryVersions = pgTable(
   'memory_versions',
   {
@@ -157,6 +193,8 @@ export const memoryVersions = pgTable(
     createdByApiKeyId: text('created_by_api_key_id'),
     createdBySessionId: text('created_by_session_id'),
     createdAt: moment('created_at').notNull(),
+    /** The version whose content restoreMemoryVersion brought back with this one; null on every other version. */
+    restoredFromVersionId: keyText('restored_from_version_id'),
     redactedAt: moment('redacted_at'),
     redactedByApiKeyId: text('redacted_by_api_key_id'),
     redactedBySessionId: text('redacted_by_session_id'),
@@ -249,4 +287,79 @@ export const idempotencyKeys = pgTable(
     createdAt: moment('created_at').notNull(),
   },
   (table) => [primaryKey({ columns: [table.workspaceId, table.operation, table.key] })],
+);
+
+/**
+ * The first answer to a write of the Forward REST API that carried an `Idempotency-Key`:
+ * a retry with the same key and the same request gets these bytes again; the same key with
+ * another request is refused. Rows older than IDEMPOTENCY_KEY_TTL_MS are swept as new
+ * keys are claimed (domain/replays.ts).
+ */
+export const requestReplays = pgTable(
+  'request_replays',
+  {
+    workspaceId: keyText('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    /** SHA-256 of the method, route, path parameters and body: the same key with another request is refused. */
+    requestSha256: text('request_sha256').notNull(),
+    /** The JSON text of the first answer (HTTP 200). */
+    responseBody: text('response_body').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.workspaceId, table.key] }), index('request_replays_created_idx').on(table.workspaceId, table.createdAt)],
+);
+
+/** PostgreSQL's 64-bit transaction id (never wraps around). */
+const transactionId = customType<{ data: string; driverData: string }>({
+  dataType: () => 'xid8',
+});
+
+export const memoryEventKind = pgEnum('memory_event_kind', [
+  'memory_created',
+  'memory_updated',
+  'memory_deleted',
+  'version_redacted',
+  'store_created',
+  'store_updated',
+  'store_archived',
+  'store_deleted',
+]);
+
+/**
+ * The outbox of live updates: one row per committed change, written in the change's own
+ * transaction (domain/events.ts), so that an event exists exactly when its change does.
+ * No foreign key to the store: a store's events outlive it (STORE_DELETED among them).
+ * Streams read it in (`xid`, `id`) order, and only below the oldest transaction still
+ * running (domain/events.ts explains why that order loses nothing).
+ */
+export const memoryEvents = pgTable(
+  'memory_events',
+  {
+    workspaceId: keyText('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    /** Taken when the row is inserted: unique, but not in commit order. */
+    id: bigint('id', { mode: 'number' }).notNull().generatedAlwaysAsIdentity(),
+    /** The writing transaction's id, taken at its first write (the lock on the store). */
+    xid: transactionId('xid').notNull().default(sql`pg_current_xact_id()`),
+    kind: memoryEventKind('kind').notNull(),
+    memoryStoreId: keyText('memory_store_id').notNull(),
+    memoryId: keyText('memory_id'),
+    memoryVersionId: keyText('memory_version_id'),
+    /** The memory's path after the change (memory events). */
+    path: byteOrderedText('path'),
+    /** The memory's path before a rename, when it changed. */
+    previousPath: byteOrderedText('previous_path'),
+    occurredAt: moment('occurred_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.workspaceId, table.id] }),
+    // Delivery reads every workspace's new events in one statement per batch (the poller of
+    // each server instance): this index, unlike the tenant keys, is not led by workspace_id.
+    index('memory_events_position_idx').on(table.xid, table.id),
+    // The retention sweep.
+    index('memory_events_occurred_idx').on(table.occurredAt),
+  ],
 );

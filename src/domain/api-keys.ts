@@ -5,20 +5,33 @@ import { apiKeys, workspaces } from '../db/schema.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { isIdOfKind, newId } from './ids.js';
 import { API_KEY_NAME_MAX_CHARACTERS } from './limits.js';
-import { fetchPage, type KeysetList, type Page, type PageWindow } from './pagination.js';
-import { assertAdmin } from './permissions.js';
+import { fetchPage, sortKey, type KeysetList, type Page, type PageWindow } from './pagination.js';
+import { assertCan } from './access.js';
 import { checkExternalId, checkText, IssueList } from './validation.js';
 import type { Viewer } from './viewer.js';
 
 export type ApiKeyRecord = typeof apiKeys.$inferSelect;
 /** A key as the API shows it: never its hash. */
 export type ApiKeySummary = Omit<ApiKeyRecord, 'tokenSha256'>;
-export type ApiKeyKind = ApiKeyRecord['kind'];
+import type { ApiKeyKind } from './viewer.js';
+
+const MANAGE_KEYS = { type: 'apiKeys.manage' } as const;
 
 const TOKEN_PREFIX = 'msk_';
 const TOKEN_BODY_CHARACTERS = 40;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-const TOKEN_PATTERN = /^msk_[0-9A-Za-z]{40}$/;
+const TOKEN_PATTERN = new RegExp(`^${TOKEN_PREFIX}[0-9A-Za-z]{${TOKEN_BODY_CHARACTERS}}$`);
+/** An API key's secret, in words (for messages). */
+export const TOKEN_RULE = `${TOKEN_PREFIX} followed by ${TOKEN_BODY_CHARACTERS} letters or digits`;
+
+const WORKSPACE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+/** A workspace id, in words (for messages). */
+export const WORKSPACE_ID_RULE = '1-63 characters of A-Z, a-z, 0-9, "_" and "-", starting with a letter or digit';
+
+/** Whether a text can be a workspace id (MEMSTORE_BOOTSTRAP_KEYS, the apikey command). */
+export function isWellFormedWorkspaceId(workspaceId: string): boolean {
+  return WORKSPACE_ID_PATTERN.test(workspaceId);
+}
 
 /** The workspace the server creates when it starts with no keys at all. */
 export const DEVELOPMENT_WORKSPACE_ID = 'default';
@@ -35,15 +48,33 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-/** The viewer behind a token, or null when the token is malformed, unknown or revoked. */
-/** The key lookup every request makes, built once per database handle (it runs on every request). */
+/**
+ * The lookup every request makes, declared once: the unrevoked key with the token's SHA-256
+ * (at most one), and the viewer its columns make. authenticate() runs it through drizzle;
+ * compiled reads write the same lookup into their own statement (read-compiler/sql.ts).
+ */
+export const KEY_LOOKUP = {
+  table: apiKeys,
+  /** In this order: the viewer's columns. */
+  columns: { workspaceId: apiKeys.workspaceId, apiKeyId: apiKeys.id, kind: apiKeys.kind, identityId: apiKeys.identityId },
+  tokenColumn: apiKeys.tokenSha256,
+  /** The key counts only while this is null. */
+  revokedColumn: apiKeys.revokedAt,
+} as const;
+
+/** The viewer of a looked-up key row (its columns by KEY_LOOKUP's names). */
+export function viewerOf(row: { workspaceId: string; apiKeyId: string; kind: string; identityId: string | null }): Viewer {
+  return { workspaceId: row.workspaceId, apiKeyId: row.apiKeyId, kind: row.kind as Viewer['kind'], identityId: row.identityId ?? null };
+}
+
+/** The key lookup, prepared once per database handle (it runs on every request). */
 const keyLookups = new WeakMap<Database, ReturnType<typeof prepareKeyLookup>>();
 
 function prepareKeyLookup(db: Database) {
   return db
-    .select({ workspaceId: apiKeys.workspaceId, id: apiKeys.id, kind: apiKeys.kind, identityId: apiKeys.identityId })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.tokenSha256, sql.placeholder('tokenSha256')), isNull(apiKeys.revokedAt)))
+    .select(KEY_LOOKUP.columns)
+    .from(KEY_LOOKUP.table)
+    .where(and(eq(KEY_LOOKUP.tokenColumn, sql.placeholder('tokenSha256')), isNull(KEY_LOOKUP.revokedColumn)))
     .limit(1)
     .prepare('authenticate');
 }
@@ -58,7 +89,7 @@ export async function authenticate(db: Database, token: string): Promise<Viewer 
   let lookup = keyLookups.get(db);
   if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(db)));
   const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
-  return key ? { workspaceId: key.workspaceId, apiKeyId: key.id, kind: key.kind, identityId: key.identityId } : null;
+  return key ? viewerOf(key) : null;
 }
 
 /** What became of an ADMIN key that had to exist: there and working, revoked earlier, or the token of another workspace's key. */
@@ -106,7 +137,7 @@ const { tokenSha256: _hash, ...summaryColumns } = getTableColumns(apiKeys);
 export const API_KEY_LIST: KeysetList<ApiKeySummary> = {
   table: apiKeys,
   columns: summaryColumns,
-  ordering: { columns: [apiKeys.createdAt, apiKeys.id], direction: 'desc', keyOf: (key) => [key.createdAt, key.id] },
+  ordering: { name: 'api-keys', keys: [sortKey(apiKeys.createdAt, (key) => key.createdAt), sortKey(apiKeys.id, (key) => key.id)], direction: 'desc' },
 };
 
 export interface ApiKeyFilter {
@@ -124,12 +155,12 @@ function apiKeyFilter(workspaceId: string, filter: ApiKeyFilter): SQL {
 }
 
 export async function listApiKeys(db: Database, viewer: Viewer, filter: ApiKeyFilter, window: PageWindow): Promise<Page<ApiKeySummary>> {
-  assertAdmin(viewer);
+  assertCan(viewer, MANAGE_KEYS);
   return fetchPage(db, API_KEY_LIST, window, apiKeyFilter(viewer.workspaceId, filter));
 }
 
 export async function countApiKeys(db: Database, viewer: Viewer, filter: ApiKeyFilter): Promise<number> {
-  assertAdmin(viewer);
+  assertCan(viewer, MANAGE_KEYS);
   const [row] = await db.select({ total: count() }).from(apiKeys).where(apiKeyFilter(viewer.workspaceId, filter));
   return row?.total ?? 0;
 }
@@ -142,7 +173,7 @@ export interface CreateApiKeyInput {
 
 /** Creates a key of the caller's workspace; the plaintext token is returned here only. */
 export async function createApiKey(db: Database, viewer: Viewer, input: CreateApiKeyInput, now: Date): Promise<{ apiKey: ApiKeySummary; token: string }> {
-  assertAdmin(viewer);
+  assertCan(viewer, MANAGE_KEYS);
   const issues = new IssueList();
   checkText(issues, ['name'], input.name, { maxCharacters: API_KEY_NAME_MAX_CHARACTERS, allowBlank: false });
   if (input.kind === 'identity') {
@@ -173,7 +204,7 @@ export async function createApiKey(db: Database, viewer: Viewer, input: CreateAp
  * workspace's last active ADMIN key, which would lock everyone out.
  */
 export async function revokeApiKey(db: Database, viewer: Viewer, id: string, now: Date): Promise<ApiKeySummary> {
-  assertAdmin(viewer);
+  assertCan(viewer, MANAGE_KEYS);
   const notFound = () => new NotFoundError(`No API key with id "${id}".`);
   if (!isIdOfKind(id, 'apiKey')) throw notFound();
   return db.transaction(async (tx) => {
@@ -185,13 +216,13 @@ export async function revokeApiKey(db: Database, viewer: Viewer, id: string, now
       .from(apiKeys)
       .where(and(eq(apiKeys.workspaceId, viewer.workspaceId), eq(apiKeys.id, id)));
     if (!key) throw notFound();
-    if (key.revokedAt !== null) throw new ConflictError('The API key is already revoked.');
+    if (key.revokedAt !== null) throw new ConflictError('The API key is already revoked.', 'already_revoked');
     if (key.kind === 'admin') {
       const [others] = await tx
         .select({ total: count() })
         .from(apiKeys)
         .where(and(eq(apiKeys.workspaceId, viewer.workspaceId), eq(apiKeys.kind, 'admin'), isNull(apiKeys.revokedAt), ne(apiKeys.id, id)));
-      if ((others?.total ?? 0) === 0) throw new ConflictError('This is the workspace\'s last active ADMIN key: create another one before revoking it.');
+      if ((others?.total ?? 0) === 0) throw new ConflictError('This is the workspace\'s last active ADMIN key: create another one before revoking it.', 'last_admin_key');
     }
     const [revoked] = await tx
       .update(apiKeys)
@@ -200,4 +231,26 @@ export async function revokeApiKey(db: Database, viewer: Viewer, id: string, now
       .returning(summaryColumns);
     return revoked!;
   });
+}
+
+/**
+ * Of these keys, the ones that are revoked or gone (their open streams end): one statement
+ * for any number of keys.
+ */
+export async function findRevokedKeys(
+  db: Database,
+  keys: readonly { workspaceId: string; apiKeyId: string }[],
+): Promise<{ workspaceId: string; apiKeyId: string }[]> {
+  if (keys.length === 0) return [];
+  const active = await db
+    .select({ workspaceId: apiKeys.workspaceId, apiKeyId: apiKeys.id })
+    .from(apiKeys)
+    .where(
+      and(
+        sql`(${apiKeys.workspaceId}, ${apiKeys.id}) in (select * from unnest(${sql.param(keys.map((key) => key.workspaceId))}::text[], ${sql.param(keys.map((key) => key.apiKeyId))}::text[]))`,
+        isNull(apiKeys.revokedAt),
+      ),
+    );
+  const alive = new Set(active.map((key) => `${key.workspaceId}\u0000${key.apiKeyId}`));
+  return keys.filter((key) => !alive.has(`${key.workspaceId}\u0000${key.apiKeyId}`));
 }

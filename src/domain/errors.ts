@@ -43,9 +43,30 @@ export class NotFoundError extends DomainError {
   }
 }
 
+/**
+ * Why a request conflicts with the stored state, for transports that name the reason (the
+ * Forward REST API's `error.code`); GraphQL answers every one as ConflictError.
+ */
+export type ConflictReason =
+  /** Any other conflict (transports without a finer code answer it as such). */
+  | 'conflict'
+  | 'path_conflict'
+  | 'store_archived'
+  | 'store_mounted'
+  | 'already_archived'
+  | 'already_redacted'
+  | 'mount_limit_exceeded'
+  | 'default_slot'
+  | 'idempotency_key_reused'
+  | 'already_revoked'
+  | 'last_admin_key';
+
 export class ConflictError extends DomainError {
   readonly code = 'CONFLICT' as const;
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly reason: ConflictReason = 'conflict',
+  ) {
     super(message);
     this.name = 'ConflictError';
   }

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 
-/** The prefixes of the API's own ids (API.md §1). */
+/** The prefixes of the API's own ids. */
 export const ID_PREFIXES = {
   memoryStore: 'memstore_',
   memory: 'mem_',

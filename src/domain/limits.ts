@@ -37,7 +37,7 @@ export const REQUEST_ID_MAX_CHARACTERS = 128;
 /** `nodes(ids:)`: the most ids one call may ask for. */
 export const MAX_NODE_IDS = 100;
 
-/** Memory `path` (the seed's path constraints): UTF-8 bytes of the whole path. */
+/** Memory `path`: UTF-8 bytes of the whole path. */
 export const PATH_MAX_BYTES = 1024;
 /** Memory `path`: segments separated by `/`. */
 export const PATH_MAX_SEGMENTS = 58;
@@ -155,3 +155,61 @@ export const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
 export const DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 /** How long /readyz waits for the database to answer before it says the server is not ready. */
 export const READINESS_TIMEOUT_MS = 1_000;
+
+/** MemoryVersion.diff: the context lines around each change in `hunks`, and `unified`'s default. */
+export const DIFF_DEFAULT_CONTEXT_LINES = 3;
+/** MemoryVersion.diff: the most context lines `unified(context:)` accepts. */
+export const DIFF_MAX_CONTEXT_LINES = 10_000;
+/**
+ * MemoryVersion.diff: the most lines added plus removed that the line alignment searches
+ * for; two texts further apart are diffed as one hunk that replaces every line (still exact,
+ * and bounded in time for the largest contents).
+ */
+export const DIFF_MAX_EDIT_LINES = 2_000;
+/** The cost of selecting MemoryVersion.diff: what two `content` selections cost. */
+export const DIFF_FIELD_COST = 2 * CONTENT_FIELD_COST;
+/** Distinct operation names /metrics labels its series with; later names are counted as `(other)`. */
+export const MAX_METRIC_OPERATION_NAMES = 100;
+/** Operation names longer than this are counted as `(other)` in /metrics. */
+export const METRIC_OPERATION_NAME_MAX_CHARACTERS = 100;
+/** The SQL text a statement's span carries (`db.query.text`), at most this many characters. */
+export const TRACED_STATEMENT_MAX_CHARACTERS = 2048;
+/**
+ * Expired request replays (Forward REST `Idempotency-Key`s older than IDEMPOTENCY_KEY_TTL_MS)
+ * a claim of a new key deletes, at most, in its workspace: the table holds no more than a
+ * day of keyed writes, which the rate limit bounds.
+ */
+export const REPLAY_SWEEP_BATCH = 100;
+// ---------------------------------------------------------------------------------------
+// Live updates (Subscription.memoryEvents)
+
+/** Open streams per API key (MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY); one more is refused with RATE_LIMITED. */
+export const DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY = 50;
+/** How long events are kept (MEMSTORE_EVENT_RETENTION_DAYS); an older cursor is CURSOR_EXPIRED. */
+export const DEFAULT_EVENT_RETENTION_DAYS = 7;
+/** Events a stream holds for a consumer that is not reading; one more cuts the stream off (SLOW_CONSUMER). */
+export const STREAM_BUFFER_EVENTS = 1000;
+/** Content bytes a stream may hold for a consumer that is not reading (and bytes a WebSocket may hold unsent) before it is cut off. */
+export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
+/** Events one statement reads, for every stream of an instance at once (and for a stream that replays). */
+export const EVENT_BATCH_SIZE = 500;
+/** How often an instance looks for new events without being woken (a missed notification is late by at most this). */
+export const EVENT_POLL_INTERVAL_MS = 250;
+/** How often the keys of open streams are checked for revocation. */
+export const STREAM_KEY_CHECK_INTERVAL_MS = 5_000;
+/** How often expired events are deleted, and how many per statement. */
+export const EVENT_SWEEP_INTERVAL_MS = 60_000;
+export const EVENT_SWEEP_BATCH = 500;
+/** A keep-alive on every open stream at least this often (SSE comments, WebSocket pings). */
+export const STREAM_KEEP_ALIVE_MS = 12_000;
+
+/**
+ * Forward REST path parameters (ids): longer ones match no route (404). Ids are far shorter
+ * (external ids at most 5 + EXTERNAL_ID_BODY_MAX_CHARACTERS); the bound keeps the router's work small.
+ */
+export const REST_PATH_PARAMETER_MAX_CHARACTERS = 512;
+
+/** searchMemories: the longest `query`, in characters. */
+export const SEARCH_QUERY_MAX_CHARACTERS = 1_000;
+/** searchMemories: the longest snippet, in UTF-16 code units (so at most this many characters). */
+export const SEARCH_SNIPPET_MAX_LENGTH = 200;

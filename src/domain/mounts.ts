@@ -1,11 +1,13 @@
 import { and, asc, count, eq, getTableColumns, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { memoryStoreMounts, memoryStores } from '../db/schema.js';
+import { assertCan } from './access.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { isIdOfKind } from './ids.js';
 import { MAX_EXPLICIT_MOUNTS_PER_PAIR } from './limits.js';
-import { fetchPage, fetchPagesByParent, type KeysetList, type Page, type PageWindow } from './pagination.js';
+import { fetchPage, fetchPagesByParent, sortKey, type KeysetList, type Page, type PageWindow } from './pagination.js';
 import { checkExternalId, IssueList } from './validation.js';
+import type { Viewer } from './viewer.js';
 
 export type MountRecord = typeof memoryStoreMounts.$inferSelect;
 
@@ -45,9 +47,13 @@ export const MOUNTS_OF_PAIR: KeysetList<MountRecord> = {
   table: memoryStoreMounts,
   columns: getTableColumns(memoryStoreMounts),
   ordering: {
-    columns: [slotRank, memoryStoreMounts.createdAt, memoryStoreMounts.memoryStoreId],
+    name: 'pair-mounts',
+    keys: [
+      { column: slotRank, kind: 'number', of: (mount) => (mount.systemManaged ? 0 : 1) },
+      sortKey(memoryStoreMounts.createdAt, (mount) => mount.createdAt),
+      sortKey(memoryStoreMounts.memoryStoreId, (mount) => mount.memoryStoreId),
+    ],
     direction: 'asc',
-    keyOf: (mount) => [mount.systemManaged ? 0 : 1, mount.createdAt, mount.memoryStoreId],
   },
 };
 
@@ -56,21 +62,27 @@ export const MOUNTS_OF_STORE: KeysetList<MountRecord> = {
   table: memoryStoreMounts,
   columns: getTableColumns(memoryStoreMounts),
   ordering: {
-    columns: [memoryStoreMounts.createdAt, memoryStoreMounts.identityId, memoryStoreMounts.templateId],
+    name: 'store-mounts',
+    keys: [
+      sortKey(memoryStoreMounts.createdAt, (mount) => mount.createdAt),
+      sortKey(memoryStoreMounts.identityId, (mount) => mount.identityId),
+      sortKey(memoryStoreMounts.templateId, (mount) => mount.templateId),
+    ],
     direction: 'asc',
-    keyOf: (mount) => [mount.createdAt, mount.identityId, mount.templateId],
   },
 };
 
 // ---------------------------------------------------------------------------------------
 // Reads
 
-export async function listMountsOfPair(db: Database, workspaceId: string, pair: Pair, window: PageWindow): Promise<Page<MountRecord>> {
-  return fetchPage(db, MOUNTS_OF_PAIR, window, pairMounts(workspaceId, pair));
+export async function listMountsOfPair(db: Database, viewer: Viewer, pair: Pair, window: PageWindow): Promise<Page<MountRecord>> {
+  assertCan(viewer, { type: 'mounts.read', identityId: pair.identityId });
+  checkPair(pair);
+  return fetchPage(db, MOUNTS_OF_PAIR, window, pairMounts(viewer.workspaceId, pair));
 }
 
-export async function countMountsOfPair(db: Database, workspaceId: string, pair: Pair): Promise<number> {
-  const [row] = await db.select({ total: count() }).from(memoryStoreMounts).where(pairMounts(workspaceId, pair));
+export async function countMountsOfPair(db: Database, viewer: Viewer, pair: Pair): Promise<number> {
+  const [row] = await db.select({ total: count() }).from(memoryStoreMounts).where(pairMounts(viewer.workspaceId, pair));
   return row?.total ?? 0;
 }
 
@@ -80,16 +92,11 @@ export async function allMountsOfPair(db: Database, workspaceId: string, pair: P
     .select()
     .from(memoryStoreMounts)
     .where(pairMounts(workspaceId, pair))
-    .orderBy(asc(slotRank), asc(memoryStoreMounts.createdAt), asc(memoryStoreMounts.memoryStoreId));
+    .orderBy(...MOUNTS_OF_PAIR.ordering.keys.map((key) => asc(key.column)));
 }
 
-export async function listMountsByStore(
-  db: Database,
-  workspaceId: string,
-  storeIds: readonly string[],
-  window: PageWindow,
-): Promise<Map<string, Page<MountRecord>>> {
-  return fetchPagesByParent(db, MOUNTS_OF_STORE, memoryStoreMounts.memoryStoreId, storeIds, window, eq(memoryStoreMounts.workspaceId, workspaceId));
+export async function listMountsByStore(db: Database, viewer: Viewer, storeIds: readonly string[], window: PageWindow): Promise<Map<string, Page<MountRecord>>> {
+  return fetchPagesByParent(db, MOUNTS_OF_STORE, memoryStoreMounts.memoryStoreId, storeIds, window, eq(memoryStoreMounts.workspaceId, viewer.workspaceId));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -114,7 +121,9 @@ export function isAnotherIdentitysDefaultStore(store: { systemManaged: boolean; 
  * its default slot. More than 10 explicit mounts on a pair is a CONFLICT. The default store
  * of another identity is NOT_FOUND, exactly as a store that does not exist, for every key.
  */
-export async function mountMemoryStore(db: Database, workspaceId: string, input: MountInput, now: Date): Promise<MountRecord> {
+export async function mountMemoryStore(db: Database, viewer: Viewer, input: MountInput, now: Date): Promise<MountRecord> {
+  assertCan(viewer, { type: 'mounts.write', identityId: input.identityId });
+  const { workspaceId } = viewer;
   checkPair(input);
   if (!isIdOfKind(input.memoryStoreId, 'memoryStore')) throw storeNotFound(input.memoryStoreId);
   return db.transaction(async (tx) => {
@@ -129,7 +138,7 @@ export async function mountMemoryStore(db: Database, workspaceId: string, input:
     // Another identity's default store is its private memory: it is not there, whoever asks
     // (checked before anything else, so that no answer tells it exists).
     if (!store || isAnotherIdentitysDefaultStore(store, input)) throw storeNotFound(input.memoryStoreId);
-    if (store.status === 'archived') throw new ConflictError('The memory store is archived: only active stores can be mounted.');
+    if (store.status === 'archived') throw new ConflictError('The memory store is archived: only active stores can be mounted.', 'store_archived');
 
     const [existing] = await tx
       .select()
@@ -142,7 +151,7 @@ export async function mountMemoryStore(db: Database, workspaceId: string, input:
       .from(memoryStoreMounts)
       .where(and(pairMounts(workspaceId, input), eq(memoryStoreMounts.systemManaged, false)));
     if ((explicit?.total ?? 0) >= MAX_EXPLICIT_MOUNTS_PER_PAIR) {
-      throw new ConflictError(`The pair already has ${MAX_EXPLICIT_MOUNTS_PER_PAIR} explicit mounts, the most it may have; unmount one first.`);
+      throw new ConflictError(`The pair already has ${MAX_EXPLICIT_MOUNTS_PER_PAIR} explicit mounts, the most it may have; unmount one first.`, 'mount_limit_exceeded');
     }
     const [mount] = await tx
       .insert(memoryStoreMounts)
@@ -153,7 +162,9 @@ export async function mountMemoryStore(db: Database, workspaceId: string, input:
 }
 
 /** Removes an explicit mount. The default slot cannot be unmounted (CONFLICT). */
-export async function unmountMemoryStore(db: Database, workspaceId: string, input: MountInput): Promise<string> {
+export async function unmountMemoryStore(db: Database, viewer: Viewer, input: MountInput): Promise<string> {
+  assertCan(viewer, { type: 'mounts.write', identityId: input.identityId });
+  const { workspaceId } = viewer;
   checkPair(input);
   const notMounted = () => new NotFoundError('The memory store is not mounted on this (identity, template) pair.');
   if (!isIdOfKind(input.memoryStoreId, 'memoryStore')) throw notMounted();
@@ -163,7 +174,7 @@ export async function unmountMemoryStore(db: Database, workspaceId: string, inpu
     const [mount] = await tx.select({ systemManaged: memoryStoreMounts.systemManaged }).from(memoryStoreMounts).where(where);
     if (!mount) throw notMounted();
     if (mount.systemManaged) {
-      throw new ConflictError('This is the pair\'s default slot: it cannot be unmounted (archiving the default store releases it).');
+      throw new ConflictError('This is the pair\'s default slot: it cannot be unmounted (archiving the default store releases it).', 'default_slot');
     }
     await tx.delete(memoryStoreMounts).where(where);
     return input.memoryStoreId;

@@ -23,15 +23,37 @@ export interface Page<Row> {
   hasPreviousPage: boolean;
 }
 
+export type KeyKind = 'string' | 'date' | 'number';
+
+/** One sort key of a list: a column (or an expression over the list's table), its kind, and its value in a loaded row. */
+export interface SortKey<Row> {
+  column: AnyPgColumn | SQL;
+  kind: KeyKind;
+  of: (row: Row) => KeyValue;
+}
+
+/** A sort key on a column; its kind follows the column's SQL type (text, integer, timestamp). */
+export function sortKey<Row>(column: AnyPgColumn, of: (row: Row) => KeyValue): SortKey<Row> {
+  const type = column.getSQLType();
+  const kind: KeyKind | null = type.startsWith('text') ? 'string' : type === 'integer' ? 'number' : type.startsWith('timestamp') ? 'date' : null;
+  if (!kind) throw new Error(`column ${column.name} cannot be a sort key (${type})`);
+  return { column, kind, of };
+}
+
 /**
- * A list order: key columns that are unique together (within one parent), their common
- * direction, and how to read the same key from a loaded row.
+ * A list order, written once: its name (cursors carry it, so that a cursor of another list
+ * or order is refused), key columns that are unique together within one parent, and their
+ * common direction. The database orders and pages by the keys; cursors hold their values.
  */
 export interface KeysetOrdering<Row> {
-  /** Columns, or expressions over the row's table. */
-  columns: (AnyPgColumn | SQL)[];
+  name: string;
+  keys: readonly SortKey<Row>[];
   direction: 'asc' | 'desc';
-  keyOf: (row: Row) => KeyValue[];
+}
+
+/** The key values of a row, in the ordering's order. */
+export function keyOf<Row>(ordering: KeysetOrdering<Row>, row: Row): KeyValue[] {
+  return ordering.keys.map((key) => key.of(row));
 }
 
 /** A keyset-paginated list: the table, what a row holds, and its order. */
@@ -43,8 +65,8 @@ export interface KeysetList<Row> {
 
 type Comparison = '<' | '>' | '<=' | '>=';
 
-function keyComparison(columns: (AnyPgColumn | SQL)[], operator: Comparison, values: KeyValue[]): SQL {
-  const left = sql.join(columns.map((column) => sql`${column}`), sql`, `);
+function keyComparison(keys: readonly SortKey<unknown>[], operator: Comparison, values: KeyValue[]): SQL {
+  const left = sql.join(keys.map((key) => sql`${key.column}`), sql`, `);
   const right = sql.join(
     values.map((value) => (value instanceof Date ? sql`${value.toISOString()}::timestamptz` : sql`${value}`)),
     sql`, `,
@@ -53,14 +75,14 @@ function keyComparison(columns: (AnyPgColumn | SQL)[], operator: Comparison, val
 }
 
 /** Rows on one side of `values` in list order (`inclusive` adds the row at `values`). */
-function beyond(ordering: Pick<KeysetOrdering<unknown>, 'columns' | 'direction'>, values: KeyValue[], side: 'after' | 'before', inclusive = false): SQL {
+function beyond(ordering: KeysetOrdering<any>, values: KeyValue[], side: 'after' | 'before', inclusive = false): SQL {
   const greater = (side === 'after') === (ordering.direction === 'asc');
-  return keyComparison(ordering.columns, `${greater ? '>' : '<'}${inclusive ? '=' : ''}` as Comparison, values);
+  return keyComparison(ordering.keys, `${greater ? '>' : '<'}${inclusive ? '=' : ''}` as Comparison, values);
 }
 
-function orderBy(ordering: Pick<KeysetOrdering<unknown>, 'columns' | 'direction'>, reversed: boolean): SQL[] {
+function orderBy(ordering: KeysetOrdering<any>, reversed: boolean): SQL[] {
   const ascending = (ordering.direction === 'asc') !== reversed;
-  return ordering.columns.map((column) => (ascending ? asc(column) : desc(column)));
+  return ordering.keys.map((key) => (ascending ? asc(key.column) : desc(key.column)));
 }
 
 /** Code-point order, as PostgreSQL's "C" collation compares (JavaScript's `<` compares UTF-16 units). */
@@ -133,7 +155,7 @@ async function fetchGroupedPages<Row>(
   const listOrder = ordering.direction === 'asc' ? 1 : -1;
   for (const [group, { page, behind }] of grouped) {
     // Rows arrive in order from each branch; sorting again keeps that independent of the plan.
-    page.sort((left, right) => listOrder * compareKeys(ordering.keyOf(left), ordering.keyOf(right)));
+    page.sort((left, right) => listOrder * compareKeys(keyOf(ordering, left), keyOf(ordering, right)));
     // The extra row is the last in list order going forward, the first going backward.
     const more = page.length > window.size;
     const kept = !more ? page : window.backward ? page.slice(page.length - window.size) : page.slice(0, window.size);

@@ -3,14 +3,18 @@ import { anyOf } from '../db/sql.js';
 import { unionAll } from 'drizzle-orm/pg-core';
 import type { Database } from '../db/client.js';
 import { memories, memoryStoreMounts, memoryStores, sessions } from '../db/schema.js';
+import { assertCan } from './access.js';
 import { NotFoundError, PermissionError } from './errors.js';
+import { recordEvent } from './events.js';
 import { isIdOfKind, newId } from './ids.js';
 import { AGENT_MEMORY_METADATA, DEFAULT_STORE_NAME, STORE_CREATED_BY_KEY, STORE_CREATED_BY_VALUE } from './limits.js';
-import { deleteMemoryAtPath, pathPrefixFilter, writeMemoryAtPath, type DeletedMemory, type MemoryRecord, type MemorySummary } from './memories.js';
+import { pathPrefixFilter } from './memories/reads.js';
+import type { DeletedMemory, MemoryRecord, MemorySummary } from './memories/records.js';
+import { deleteMemoryAtPath, writeMemoryAtPath } from './memories/writes.js';
 import { allMountsOfPair, checkPair, isAnotherIdentitysDefaultStore, lockPair, type MountRecord, type Pair } from './mounts.js';
-import { compareCodePoints, type Page, type PageWindow } from './pagination.js';
+import { compareCodePoints, sortKey, type KeysetOrdering, type Page, type PageWindow } from './pagination.js';
 import { IssueList } from './validation.js';
-import type { Writer } from './viewer.js';
+import type { Viewer, Writer } from './viewer.js';
 
 export type SessionRecord = typeof sessions.$inferSelect;
 export type EnvironmentType = SessionRecord['environment'];
@@ -55,6 +59,7 @@ async function ensureDefaultStore(tx: Database, workspaceId: string, pair: Pair,
     updatedAt: now,
   });
   await tx.insert(memoryStoreMounts).values({ workspaceId, ...pair, memoryStoreId: id, access: 'read_write', systemManaged: true, createdAt: now });
+  await recordEvent(tx, { workspaceId, kind: 'store_created', memoryStoreId: id, occurredAt: now });
   return id;
 }
 
@@ -67,7 +72,9 @@ export interface CreateSessionInput extends Pair {
  * and snapshots the mounts injected into the sandbox — all active mounts for MANAGED
  * environments, none for SELF_HOSTED ones.
  */
-export async function createSession(db: Database, workspaceId: string, input: CreateSessionInput, now: Date): Promise<SessionRecord> {
+export async function createSession(db: Database, viewer: Viewer, input: CreateSessionInput, now: Date): Promise<SessionRecord> {
+  assertCan(viewer, { type: 'sessions.create', identityId: input.identityId });
+  const { workspaceId } = viewer;
   checkPair(input, new IssueList());
   return db.transaction(async (tx) => {
     await lockPair(tx, workspaceId, input);
@@ -105,10 +112,10 @@ export async function createSession(db: Database, workspaceId: string, input: Cr
   });
 }
 
-export async function loadSessionsByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<SessionRecord[]> {
+export async function loadSessionsByIds(db: Database, viewer: Viewer, ids: readonly string[]): Promise<SessionRecord[]> {
   const wellFormed = ids.filter((id) => isIdOfKind(id, 'session'));
   if (wellFormed.length === 0) return [];
-  return db.select().from(sessions).where(and(eq(sessions.workspaceId, workspaceId), anyOf(sessions.id, wellFormed)));
+  return db.select().from(sessions).where(and(eq(sessions.workspaceId, viewer.workspaceId), anyOf(sessions.id, wellFormed)));
 }
 
 /** A snapshot entry as a mount of the session's pair (for Session.mounts). */
@@ -138,7 +145,7 @@ export interface SessionFile {
 
 /**
  * Precedence of the injected stores: earliest mount first (the default slot by its own
- * creation time), ties by store id (API.md §5 "Shadowing").
+ * creation time), ties by store id.
  */
 export function storesByPrecedence(session: SessionRecord): InjectedMount[] {
   return [...session.injectedMounts].sort(
@@ -148,6 +155,9 @@ export function storesByPrecedence(session: SessionRecord): InjectedMount[] {
 
 const { content: _content, ...summaryColumns } = getTableColumns(memories);
 
+/** Session.files: by path in byte order (the order of the merged folder). */
+export const SESSION_FILES_ORDER: KeysetOrdering<SessionFile> = { name: 'session-files', keys: [sortKey(memories.path, (file) => file.path)], direction: 'asc' };
+
 /**
  * One page of the merged namespace in two statements, however many stores are injected:
  * the page's paths (each store contributes at most one page of candidates through its own
@@ -156,6 +166,7 @@ const { content: _content, ...summaryColumns } = getTableColumns(memories);
  */
 export async function listSessionFiles(
   db: Database,
+  viewer: Viewer,
   session: SessionRecord,
   filter: { pathPrefix?: string },
   window: PageWindow,
@@ -165,7 +176,7 @@ export async function listSessionFiles(
   const prefix = pathPrefixFilter(filter.pathPrefix);
   if (stores.length === 0 || prefix === false) return empty;
   const storeIds = stores.map((store) => store.memoryStoreId);
-  const inWorkspace = eq(memories.workspaceId, session.workspaceId);
+  const inWorkspace = eq(memories.workspaceId, viewer.workspaceId);
   const after = window.after?.[0] as string | undefined;
   const before = window.before?.[0] as string | undefined;
   const bounds = and(after === undefined ? undefined : gt(memories.path, after), before === undefined ? undefined : lt(memories.path, before));
@@ -222,22 +233,23 @@ export async function listSessionFiles(
   return { rows: files, hasNextPage: window.backward ? behind : more, hasPreviousPage: window.backward ? more : behind };
 }
 
-export async function countSessionFiles(db: Database, session: SessionRecord, filter: { pathPrefix?: string }): Promise<number> {
+export async function countSessionFiles(db: Database, viewer: Viewer, session: SessionRecord, filter: { pathPrefix?: string }): Promise<number> {
   const storeIds = session.injectedMounts.map((mount) => mount.memoryStoreId);
   const prefix = pathPrefixFilter(filter.pathPrefix);
   if (storeIds.length === 0 || prefix === false) return 0;
   const [row] = await db
     .select({ total: countDistinct(memories.path) })
     .from(memories)
-    .where(and(eq(memories.workspaceId, session.workspaceId), anyOf(memories.memoryStoreId, storeIds), prefix));
+    .where(and(eq(memories.workspaceId, viewer.workspaceId), anyOf(memories.memoryStoreId, storeIds), prefix));
   return row?.total ?? 0;
 }
 
 // ---------------------------------------------------------------------------------------
 // The agent's writes
 
-async function writableSession(db: Database, workspaceId: string, sessionId: string): Promise<SessionRecord> {
-  const [session] = await loadSessionsByIds(db, workspaceId, [sessionId]);
+async function writableSession(db: Database, viewer: Viewer, sessionId: string): Promise<SessionRecord> {
+  assertCan(viewer, { type: 'sessions.writeMemory' });
+  const [session] = await loadSessionsByIds(db, viewer, [sessionId]);
   if (!session) throw sessionNotFound(sessionId);
   if (session.environment === 'self_hosted') {
     throw new PermissionError('The session runs in a self-hosted environment: no memory store is injected, so the agent cannot write memories.');
@@ -253,11 +265,11 @@ const agentWriter = (session: SessionRecord): Writer => ({ workspaceId: session.
  */
 export async function writeSessionMemory(
   db: Database,
-  workspaceId: string,
+  viewer: Viewer,
   input: { sessionId: string; path: string; content: string; expectedContentSha256?: string | null },
   now: Date,
 ): Promise<MemoryRecord> {
-  const session = await writableSession(db, workspaceId, input.sessionId);
+  const session = await writableSession(db, viewer, input.sessionId);
   return writeMemoryAtPath(
     db,
     agentWriter(session),
@@ -268,10 +280,10 @@ export async function writeSessionMemory(
 
 export async function deleteSessionMemory(
   db: Database,
-  workspaceId: string,
+  viewer: Viewer,
   input: { sessionId: string; path: string; expectedContentSha256?: string | null },
   now: Date,
 ): Promise<DeletedMemory> {
-  const session = await writableSession(db, workspaceId, input.sessionId);
+  const session = await writableSession(db, viewer, input.sessionId);
   return deleteMemoryAtPath(db, agentWriter(session), { memoryStoreId: session.defaultMemoryStoreId, path: input.path, expectedContentSha256: input.expectedContentSha256 }, now);
 }

@@ -3,8 +3,10 @@ import { and, count, eq, getTableColumns, gt, lt, sql, type SQL } from 'drizzle-
 import { anyOf } from '../db/sql.js';
 import type { Database } from '../db/client.js';
 import { idempotencyKeys, memoryStoreMounts, memoryStores } from '../db/schema.js';
+import { assertCan } from './access.js';
 import { ConflictError, NotFoundError } from './errors.js';
-import { newId } from './ids.js';
+import { recordEvent } from './events.js';
+import { isIdOfKind, newId } from './ids.js';
 import {
   IDEMPOTENCY_KEY_TTL_MS,
   STORE_CREATED_BY_KEY,
@@ -14,7 +16,7 @@ import {
   STORE_NAME_MAX_CHARACTERS,
 } from './limits.js';
 import { lockPair } from './mounts.js';
-import { fetchPage, type KeysetList, type Page, type PageWindow } from './pagination.js';
+import { fetchPage, sortKey, type KeysetList, type Page, type PageWindow } from './pagination.js';
 import { checkIdempotencyKey, checkMetadata, checkText, IssueList } from './validation.js';
 import type { Viewer } from './viewer.js';
 
@@ -25,11 +27,7 @@ export type MemoryStoreStatus = MemoryStoreRecord['status'];
 export const MEMORY_STORE_LIST: KeysetList<MemoryStoreRecord> = {
   table: memoryStores,
   columns: getTableColumns(memoryStores),
-  ordering: {
-    columns: [memoryStores.createdAt, memoryStores.id],
-    direction: 'desc',
-    keyOf: (store) => [store.createdAt, store.id],
-  },
+  ordering: { name: 'stores', keys: [sortKey(memoryStores.createdAt, (store) => store.createdAt), sortKey(memoryStores.id, (store) => store.id)], direction: 'desc' },
 };
 
 const inWorkspace = (workspaceId: string) => eq(memoryStores.workspaceId, workspaceId);
@@ -55,9 +53,10 @@ function withCreatedBy(metadata: Record<string, unknown> | null | undefined): Re
 // ---------------------------------------------------------------------------------------
 // Reads
 
-export async function loadMemoryStoresByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<MemoryStoreRecord[]> {
-  if (ids.length === 0) return [];
-  return db.select().from(memoryStores).where(and(inWorkspace(workspaceId), anyOf(memoryStores.id, [...ids])));
+export async function loadMemoryStoresByIds(db: Database, viewer: Viewer, ids: readonly string[]): Promise<MemoryStoreRecord[]> {
+  const wellFormed = ids.filter((id) => isIdOfKind(id, 'memoryStore'));
+  if (wellFormed.length === 0) return [];
+  return db.select().from(memoryStores).where(and(inWorkspace(viewer.workspaceId), anyOf(memoryStores.id, wellFormed)));
 }
 
 export interface MemoryStoreFilter {
@@ -85,22 +84,18 @@ function storeFilter(workspaceId: string, filter: MemoryStoreFilter): SQL {
   return and(...conditions)!;
 }
 
-export async function listMemoryStores(
-  db: Database,
-  workspaceId: string,
-  filter: MemoryStoreFilter,
-  window: PageWindow,
-): Promise<Page<MemoryStoreRecord>> {
-  return fetchPage(db, MEMORY_STORE_LIST, window, storeFilter(workspaceId, filter));
+export async function listMemoryStores(db: Database, viewer: Viewer, filter: MemoryStoreFilter, window: PageWindow): Promise<Page<MemoryStoreRecord>> {
+  return fetchPage(db, MEMORY_STORE_LIST, window, storeFilter(viewer.workspaceId, filter));
 }
 
-export async function countMemoryStores(db: Database, workspaceId: string, filter: MemoryStoreFilter): Promise<number> {
-  const [row] = await db.select({ total: count() }).from(memoryStores).where(storeFilter(workspaceId, filter));
+export async function countMemoryStores(db: Database, viewer: Viewer, filter: MemoryStoreFilter): Promise<number> {
+  const [row] = await db.select({ total: count() }).from(memoryStores).where(storeFilter(viewer.workspaceId, filter));
   return row?.total ?? 0;
 }
 
 /** For each store: how many (identity, template) pairs mount it (default slots included). */
-export async function countMountingPairs(db: Database, workspaceId: string, storeIds: readonly string[]): Promise<Map<string, number>> {
+export async function countMountingPairs(db: Database, viewer: Viewer, storeIds: readonly string[]): Promise<Map<string, number>> {
+  const { workspaceId } = viewer;
   const counts = new Map<string, number>();
   if (storeIds.length === 0) return counts;
   const rows = await db
@@ -114,6 +109,11 @@ export async function countMountingPairs(db: Database, workspaceId: string, stor
 
 // ---------------------------------------------------------------------------------------
 // Writes
+
+/** The live-update event of a change to a store, in the change's transaction. */
+export function recordStoreEvent(tx: Database, store: Pick<MemoryStoreRecord, 'workspaceId' | 'id'>, kind: 'store_created' | 'store_updated' | 'store_archived' | 'store_deleted', now: Date) {
+  return recordEvent(tx, { workspaceId: store.workspaceId, kind, memoryStoreId: store.id, occurredAt: now });
+}
 
 export interface CreateMemoryStoreInput {
   name: string;
@@ -131,7 +131,10 @@ function createRequestFingerprint(input: CreateMemoryStoreInput): string {
   return createHash('sha256').update(normalized, 'utf8').digest('hex');
 }
 
+const WRITE_STORES = { type: 'memoryStores.write' } as const;
+
 export async function createMemoryStore(db: Database, viewer: Viewer, input: CreateMemoryStoreInput, now: Date): Promise<MemoryStoreRecord> {
+  assertCan(viewer, WRITE_STORES);
   const issues = new IssueList();
   checkName(issues, input.name);
   if (input.description != null) checkDescription(issues, input.description);
@@ -156,10 +159,12 @@ export async function createMemoryStore(db: Database, viewer: Viewer, input: Cre
     archivedAt: null,
   };
   const idempotencyKey = input.idempotencyKey;
-  if (idempotencyKey == null) {
-    const [created] = await db.insert(memoryStores).values(store).returning();
+  const insertStore = async (tx: Database) => {
+    const [created] = await tx.insert(memoryStores).values(store).returning();
+    await recordStoreEvent(tx, store, 'store_created', now);
     return created!;
-  }
+  };
+  if (idempotencyKey == null) return db.transaction((tx) => insertStore(tx));
 
   const requestSha256 = createRequestFingerprint(input);
   return db.transaction(async (tx) => {
@@ -175,10 +180,8 @@ export async function createMemoryStore(db: Database, viewer: Viewer, input: Cre
         setWhere: lt(idempotencyKeys.createdAt, expiredBefore),
       })
       .returning({ resultId: idempotencyKeys.resultId });
-    if (claimed.length > 0) {
-      const [created] = await tx.insert(memoryStores).values(store).returning();
-      return created!;
-    }
+    // Only the request that claims the key creates the store, and with it its one STORE_CREATED event.
+    if (claimed.length > 0) return insertStore(tx);
     const [previous] = await tx
       .select({ requestSha256: idempotencyKeys.requestSha256, resultId: idempotencyKeys.resultId })
       .from(idempotencyKeys)
@@ -190,7 +193,7 @@ export async function createMemoryStore(db: Database, viewer: Viewer, input: Cre
         ),
       );
     if (!previous || previous.requestSha256 !== requestSha256) {
-      throw new ConflictError('This idempotencyKey was already used with a different input in the last 24 hours.');
+      throw new ConflictError('This idempotencyKey was already used with a different input in the last 24 hours.', 'idempotency_key_reused');
     }
     const [existing] = await tx.select().from(memoryStores).where(storeById(viewer.workspaceId, previous.resultId));
     if (!existing) {
@@ -209,6 +212,8 @@ export interface UpdateMemoryStoreInput {
 }
 
 export async function updateMemoryStore(db: Database, viewer: Viewer, input: UpdateMemoryStoreInput, now: Date): Promise<MemoryStoreRecord> {
+  assertCan(viewer, WRITE_STORES);
+  assertStoreId(input.id);
   const issues = new IssueList();
   const fields = ['name', 'description', 'metadata'] as const;
   if (fields.every((field) => input[field] === undefined)) {
@@ -228,19 +233,28 @@ export async function updateMemoryStore(db: Database, viewer: Viewer, input: Upd
   if (input.metadata) changes.metadata = withCreatedBy(input.metadata);
 
   // One conditional statement: an archive committed concurrently is never overwritten.
-  const [updated] = await db
-    .update(memoryStores)
-    .set(changes)
-    .where(and(storeById(viewer.workspaceId, input.id), eq(memoryStores.status, 'active')))
-    .returning();
+  const updated = await db.transaction(async (tx) => {
+    const [row] = await tx
+      .update(memoryStores)
+      .set(changes)
+      .where(and(storeById(viewer.workspaceId, input.id), eq(memoryStores.status, 'active')))
+      .returning();
+    if (row) await recordStoreEvent(tx, row, 'store_updated', now);
+    return row;
+  });
   if (updated) return updated;
   const [existing] = await db.select({ status: memoryStores.status }).from(memoryStores).where(storeById(viewer.workspaceId, input.id));
   if (!existing) throw memoryStoreNotFound(input.id);
-  throw new ConflictError('The memory store is archived: archived stores cannot be changed.');
+  throw new ConflictError('The memory store is archived: archived stores cannot be changed.', 'store_archived');
 }
 
 function memoryStoreNotFound(id: string): NotFoundError {
   return new NotFoundError(`No memory store with id "${id}".`);
+}
+
+/** A store id that cannot exist is simply not found: the same answer as an unknown or foreign one. */
+function assertStoreId(id: string): void {
+  if (!isIdOfKind(id, 'memoryStore')) throw memoryStoreNotFound(id);
 }
 
 /** Locks the store row for the rest of the transaction and checks the guards archive and delete share. */
@@ -258,9 +272,9 @@ async function lockStoreForRemoval(tx: Database, workspaceId: string, id: string
   const [store] = await tx.select().from(memoryStores).where(storeById(workspaceId, id)).for('update');
   if (!store) throw memoryStoreNotFound(id);
   if (store.status === 'archived') {
-    throw new ConflictError(
-      action === 'archived' ? 'The memory store is already archived.' : 'The memory store is archived: archived stores cannot be deleted.',
-    );
+    throw action === 'archived'
+      ? new ConflictError('The memory store is already archived.', 'already_archived')
+      : new ConflictError('The memory store is archived: archived stores cannot be deleted.', 'store_archived');
   }
   const [mounts] = await tx
     .select({ pairs: count() })
@@ -276,12 +290,15 @@ async function lockStoreForRemoval(tx: Database, workspaceId: string, id: string
   if (pairs > 0) {
     throw new ConflictError(
       `The memory store is mounted on ${pairs} (identity, template) pair${pairs === 1 ? '' : 's'}; unmount it before it can be ${action}.`,
+      'store_mounted',
     );
   }
   return store;
 }
 
 export async function archiveMemoryStore(db: Database, viewer: Viewer, id: string, now: Date): Promise<MemoryStoreRecord> {
+  assertCan(viewer, WRITE_STORES);
+  assertStoreId(id);
   return db.transaction(async (tx) => {
     await lockStoreForRemoval(tx, viewer.workspaceId, id, 'archived');
     // Archiving a default store releases its pair's default slot: the next session of that
@@ -294,15 +311,19 @@ export async function archiveMemoryStore(db: Database, viewer: Viewer, id: strin
       .set({ status: 'archived', archivedAt: now, updatedAt: now })
       .where(storeById(viewer.workspaceId, id))
       .returning();
+    await recordStoreEvent(tx, archived!, 'store_archived', now);
     return archived!;
   });
 }
 
-export async function deleteMemoryStore(db: Database, viewer: Viewer, id: string): Promise<string> {
+export async function deleteMemoryStore(db: Database, viewer: Viewer, id: string, now = new Date()): Promise<string> {
+  assertCan(viewer, WRITE_STORES);
+  assertStoreId(id);
   return db.transaction(async (tx) => {
     await lockStoreForRemoval(tx, viewer.workspaceId, id, 'deleted');
-    // Memories, versions and the default slot go with the store (ON DELETE CASCADE).
+    // Memories, versions and the default slot go with the store (ON DELETE CASCADE); its events stay.
     await tx.delete(memoryStores).where(storeById(viewer.workspaceId, id));
+    await recordStoreEvent(tx, { workspaceId: viewer.workspaceId, id }, 'store_deleted', now);
     return id;
   });
 }

@@ -28,14 +28,14 @@ export class IssueList {
   }
 }
 
-/** Length in Unicode code points ("characters" in API.md), not UTF-16 units. */
+/** Length in Unicode code points ("characters" in the schema's descriptions), not UTF-16 units. */
 export function characterCount(value: string): number {
   let count = 0;
   for (const _ of value) count += 1;
   return count;
 }
 
-/** C0 controls and DEL, except tab, newline and carriage return (the seed's rule). */
+/** C0 controls and DEL, except tab, newline and carriage return. */
 const FORBIDDEN_CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
 
 /**
@@ -126,7 +126,7 @@ export function utf8Bytes(value: string): number {
   return Buffer.byteLength(value, 'utf8');
 }
 
-/** The seed's path rules, each with the message that reports it. */
+/** The path rules, each with the message that reports it. */
 export const PATH_RULES = {
   unicode: 'must be valid Unicode (it contains a lone surrogate)',
   empty: 'must not be empty',
@@ -186,7 +186,7 @@ export function checkPath(issues: IssueList, field: FieldPath, path: string): vo
   for (const rule of pathViolations(path)) issues.add(field, PATH_RULES[rule]);
 }
 
-/** The seed's content rules: UTF-8 text of at most 100 KiB, no control characters but \n \r \t. */
+/** The content rules: UTF-8 text of at most 100 KiB, no control characters but \n \r \t. */
 export function checkContent(issues: IssueList, field: FieldPath, content: string): void {
   const problem = textProblem(content);
   if (problem) {
@@ -204,7 +204,7 @@ export function checkSha256(issues: IssueList, field: FieldPath, value: string):
   if (!SHA256_HEX.test(value)) issues.add(field, 'must be a SHA-256 written as 64 hex digits');
 }
 
-/** The prefixes of the external references the API accepts (API.md §1). */
+/** The prefixes of the external references the API accepts. */
 export const EXTERNAL_ID_PREFIXES = { identity: 'idn_', template: 'tmpl_' } as const;
 const EXTERNAL_ID_BODY = new RegExp(`^[A-Za-z0-9]{1,${EXTERNAL_ID_BODY_MAX_CHARACTERS}}$`);
 

@@ -1,11 +1,13 @@
-import { and, count, eq, getTableColumns, gt, isNull, lt, type SQL } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, gt, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { anyOf } from '../db/sql.js';
 import type { Database } from '../db/client.js';
-import { memoryVersions } from '../db/schema.js';
-import { ConflictError, NotFoundError } from './errors.js';
+import { memories, memoryStores, memoryVersions } from '../db/schema.js';
+import { assertCan } from './access.js';
+import { ConflictError, InvalidRequestError, NotFoundError } from './errors.js';
+import { recordEvent } from './events.js';
 import { isIdOfKind, newId } from './ids.js';
-import { fetchPagesByParent, type KeysetList, type Page, type PageWindow } from './pagination.js';
-import type { Actor, Writer } from './viewer.js';
+import { fetchPagesByParent, sortKey, type KeysetList, type Page, type PageWindow } from './pagination.js';
+import { writerOf, type Actor, type Viewer, type Writer } from './viewer.js';
 
 export type MemoryVersionRecord = typeof memoryVersions.$inferSelect;
 /** A version as lists load it: without its content (which `content` loads when selected). */
@@ -18,7 +20,7 @@ const { content: _content, ...summaryColumns } = getTableColumns(memoryVersions)
 export const VERSIONS_OF_MEMORY: KeysetList<MemoryVersionSummary> = {
   table: memoryVersions,
   columns: summaryColumns,
-  ordering: { columns: [memoryVersions.sequence], direction: 'desc', keyOf: (version) => [version.sequence] },
+  ordering: { name: 'memory-versions', keys: [sortKey(memoryVersions.sequence, (version) => version.sequence)], direction: 'desc' },
 };
 
 /** MemoryStore.versions: newest first across the store's memories; the id breaks ties. */
@@ -26,9 +28,9 @@ export const VERSIONS_OF_STORE: KeysetList<MemoryVersionSummary> = {
   table: memoryVersions,
   columns: summaryColumns,
   ordering: {
-    columns: [memoryVersions.createdAt, memoryVersions.id],
+    name: 'store-versions',
+    keys: [sortKey(memoryVersions.createdAt, (version) => version.createdAt), sortKey(memoryVersions.id, (version) => version.id)],
     direction: 'desc',
-    keyOf: (version) => [version.createdAt, version.id],
   },
 };
 
@@ -41,24 +43,33 @@ export function actorColumns(actor: Actor) {
     : { apiKeyId: null, sessionId: actor.sessionId };
 }
 
+type VersionRow = typeof memoryVersions.$inferInsert;
+type MemoryRow = typeof memories.$inferSelect;
+
+/**
+ * What a version copies of its memory, column by column (version column, memory column):
+ * the one list every way of writing a version follows (versionValuesFor here, and the
+ * one-statement writes, which copy the same columns in SQL).
+ */
+export const MEMORY_STATE_IN_VERSION = [
+  ['workspaceId', 'workspaceId'],
+  ['memoryStoreId', 'memoryStoreId'],
+  ['memoryId', 'id'],
+  ['path', 'path'],
+  ['content', 'content'],
+  ['contentSizeBytes', 'contentSizeBytes'],
+  ['contentSha256', 'contentSha256'],
+] as const satisfies readonly (readonly [keyof VersionRow, keyof MemoryRow])[];
+
+export type MemoryState = Pick<MemoryRow, (typeof MEMORY_STATE_IN_VERSION)[number][1]>;
+
 /** The row of a new version holding the memory's state as given. */
-export function versionValuesFor(
-  memory: { workspaceId: string; id: string; memoryStoreId: string; path: string; content: string; contentSizeBytes: number; contentSha256: string },
-  operation: MemoryOperation,
-  sequence: number,
-  writer: Writer,
-  createdAt: Date,
-): typeof memoryVersions.$inferInsert {
+export function versionValuesFor(memory: MemoryState, operation: MemoryOperation, sequence: number, writer: Writer, createdAt: Date): VersionRow {
   const author = actorColumns(writer.actor);
+  const state = Object.fromEntries(MEMORY_STATE_IN_VERSION.map(([version, source]) => [version, memory[source]])) as Pick<VersionRow, (typeof MEMORY_STATE_IN_VERSION)[number][0]>;
   return {
-    workspaceId: memory.workspaceId,
+    ...state,
     id: newId('memoryVersion', createdAt.getTime()),
-    memoryStoreId: memory.memoryStoreId,
-    memoryId: memory.id,
-    path: memory.path,
-    content: memory.content,
-    contentSizeBytes: memory.contentSizeBytes,
-    contentSha256: memory.contentSha256,
     operation,
     sequence,
     createdByApiKeyId: author.apiKeyId,
@@ -70,18 +81,35 @@ export function versionValuesFor(
 // ---------------------------------------------------------------------------------------
 // Reads
 
-export async function loadVersionsByIds(db: Database, workspaceId: string, ids: readonly string[]): Promise<MemoryVersionRecord[]> {
+export async function loadVersionsByIds(db: Database, viewer: Viewer, ids: readonly string[]): Promise<MemoryVersionRecord[]> {
   const wellFormed = ids.filter((id) => isIdOfKind(id, 'memoryVersion'));
   if (wellFormed.length === 0) return [];
-  return db.select().from(memoryVersions).where(and(inWorkspace(workspaceId), anyOf(memoryVersions.id, wellFormed)));
+  return db.select().from(memoryVersions).where(and(inWorkspace(viewer.workspaceId), anyOf(memoryVersions.id, wellFormed)));
 }
 
-export async function loadVersionContents(db: Database, workspaceId: string, ids: readonly string[]): Promise<Map<string, string | null>> {
+export async function loadVersionContents(db: Database, viewer: Viewer, ids: readonly string[]): Promise<Map<string, string | null>> {
   const rows = await db
     .select({ id: memoryVersions.id, content: memoryVersions.content })
     .from(memoryVersions)
-    .where(and(inWorkspace(workspaceId), anyOf(memoryVersions.id, [...ids])));
+    .where(and(inWorkspace(viewer.workspaceId), anyOf(memoryVersions.id, [...ids])));
   return new Map(rows.map((row) => [row.id, row.content]));
+}
+
+/**
+ * The versions at these (memory, number) places, with their content, in one statement: the
+ * previous version a diff starts from.
+ */
+export async function loadVersionsByNumber(db: Database, viewer: Viewer, keys: readonly { memoryId: string; number: number }[]): Promise<MemoryVersionRecord[]> {
+  if (keys.length === 0) return [];
+  return db
+    .select()
+    .from(memoryVersions)
+    .where(
+      and(
+        inWorkspace(viewer.workspaceId),
+        sql`(${memoryVersions.memoryId}, ${memoryVersions.sequence}) in (select * from unnest(${sql.param(keys.map((key) => key.memoryId))}::text[], ${sql.param(keys.map((key) => key.number))}::int[]))`,
+      ),
+    );
 }
 
 export interface VersionFilter {
@@ -93,6 +121,41 @@ export interface VersionFilter {
   /** Only versions written through this API key / by this session. */
   apiKeyId?: string;
   sessionId?: string;
+}
+
+/** The filter arguments of a version list, as a transport receives them (null: not given). */
+export interface VersionFilterArguments {
+  operation?: MemoryOperation | null;
+  memoryId?: string | null;
+  createdAfter?: Date | null;
+  createdBefore?: Date | null;
+  apiKeyId?: string | null;
+  sessionId?: string | null;
+}
+
+const FILTER_ID_KINDS = [
+  ['memoryId', 'memory', 'mem_'],
+  ['apiKeyId', 'apiKey', 'key_'],
+  ['sessionId', 'session', 'sesn_'],
+] as const;
+
+/** A version list's filter; ids of the wrong shape are an InvalidRequestError naming the argument. */
+export function versionFilterOf(args: VersionFilterArguments): VersionFilter {
+  for (const [argument, kind, prefix] of FILTER_ID_KINDS) {
+    const id = args[argument];
+    if (id != null && !isIdOfKind(id, kind)) {
+      const message = `"${argument}" must be a \`${prefix}\` id (got "${id}").`;
+      throw new InvalidRequestError([{ field: [argument], message }], message);
+    }
+  }
+  return {
+    operation: args.operation ?? undefined,
+    memoryId: args.memoryId ?? undefined,
+    createdAfter: args.createdAfter ?? undefined,
+    createdBefore: args.createdBefore ?? undefined,
+    apiKeyId: args.apiKeyId ?? undefined,
+    sessionId: args.sessionId ?? undefined,
+  };
 }
 
 function versionFilter(workspaceId: string, filter: VersionFilter): SQL {
@@ -118,28 +181,28 @@ export function isVersionCountKept(filter: Pick<VersionFilter, 'operation' | 'ap
 
 export async function listVersionsByMemory(
   db: Database,
-  workspaceId: string,
+  viewer: Viewer,
   memoryIds: readonly string[],
   filter: VersionFilter,
   window: PageWindow,
 ): Promise<Map<string, Page<MemoryVersionSummary>>> {
-  return fetchPagesByParent(db, VERSIONS_OF_MEMORY, memoryVersions.memoryId, memoryIds, window, versionFilter(workspaceId, filter));
+  return fetchPagesByParent(db, VERSIONS_OF_MEMORY, memoryVersions.memoryId, memoryIds, window, versionFilter(viewer.workspaceId, filter));
 }
 
 export async function listVersionsByStore(
   db: Database,
-  workspaceId: string,
+  viewer: Viewer,
   storeIds: readonly string[],
   filter: VersionFilter,
   window: PageWindow,
 ): Promise<Map<string, Page<MemoryVersionSummary>>> {
-  return fetchPagesByParent(db, VERSIONS_OF_STORE, memoryVersions.memoryStoreId, storeIds, window, versionFilter(workspaceId, filter));
+  return fetchPagesByParent(db, VERSIONS_OF_STORE, memoryVersions.memoryStoreId, storeIds, window, versionFilter(viewer.workspaceId, filter));
 }
 
 /** How many versions each parent (a memory or a store) has under the filter, in one statement. */
 export async function countVersionsByParent(
   db: Database,
-  workspaceId: string,
+  viewer: Viewer,
   parent: 'memory' | 'store',
   parentIds: readonly string[],
   filter: VersionFilter,
@@ -150,15 +213,15 @@ export async function countVersionsByParent(
   const rows = await db
     .select({ parentId: parentColumn, total: count() })
     .from(memoryVersions)
-    .where(and(versionFilter(workspaceId, filter), anyOf(parentColumn, [...parentIds])))
+    .where(and(versionFilter(viewer.workspaceId, filter), anyOf(parentColumn, [...parentIds])))
     .groupBy(parentColumn);
   for (const row of rows) counts.set(row.parentId, row.total);
   return counts;
 }
 
 /** The newest version of each memory, in one statement. */
-export async function loadLatestVersions(db: Database, workspaceId: string, memoryIds: readonly string[]): Promise<Map<string, MemoryVersionSummary>> {
-  const pages = await listVersionsByMemory(db, workspaceId, memoryIds, {}, { size: 1, backward: false, after: null, before: null });
+export async function loadLatestVersions(db: Database, viewer: Viewer, memoryIds: readonly string[]): Promise<Map<string, MemoryVersionSummary>> {
+  const pages = await listVersionsByMemory(db, viewer, memoryIds, {}, { size: 1, backward: false, after: null, before: null });
   const latest = new Map<string, MemoryVersionSummary>();
   for (const [memoryId, page] of pages) if (page.rows[0]) latest.set(memoryId, page.rows[0]);
   return latest;
@@ -172,20 +235,44 @@ export async function loadLatestVersions(db: Database, workspaceId: string, memo
  * the old row image at its next vacuum). Path, size, sha and operation stay; the live
  * memory is not touched. Allowed on archived stores.
  */
-export async function redactMemoryVersion(db: Database, writer: Writer, id: string, now: Date): Promise<MemoryVersionRecord> {
+export async function redactMemoryVersion(db: Database, viewer: Viewer, id: string, now: Date): Promise<MemoryVersionRecord> {
+  assertCan(viewer, { type: 'memoryVersions.redact' });
+  const writer = writerOf(viewer);
   const notFound = () => new NotFoundError(`No memory version with id "${id}".`);
   if (!isIdOfKind(id, 'memoryVersion')) throw notFound();
   const author = actorColumns(writer.actor);
-  const [redacted] = await db
-    .update(memoryVersions)
-    .set({ content: null, redactedAt: now, redactedByApiKeyId: author.apiKeyId, redactedBySessionId: author.sessionId })
-    .where(and(inWorkspace(writer.workspaceId), eq(memoryVersions.id, id), isNull(memoryVersions.redactedAt)))
-    .returning();
+  const redacted = await db.transaction(async (tx) => {
+    // The store's row first, shared: the event's position then follows the store's memory
+    // writes, archive and delete in commit order (events.ts).
+    const storeOfVersion = tx.select({ memoryStoreId: memoryVersions.memoryStoreId }).from(memoryVersions).where(and(inWorkspace(writer.workspaceId), eq(memoryVersions.id, id)));
+    await tx
+      .select({ id: memoryStores.id })
+      .from(memoryStores)
+      .where(and(eq(memoryStores.workspaceId, writer.workspaceId), eq(memoryStores.id, sql`(${storeOfVersion})`)))
+      .for('share');
+    const [row] = await tx
+      .update(memoryVersions)
+      .set({ content: null, redactedAt: now, redactedByApiKeyId: author.apiKeyId, redactedBySessionId: author.sessionId })
+      .where(and(inWorkspace(writer.workspaceId), eq(memoryVersions.id, id), isNull(memoryVersions.redactedAt)))
+      .returning();
+    if (row) {
+      await recordEvent(tx, {
+        workspaceId: writer.workspaceId,
+        kind: 'version_redacted',
+        memoryStoreId: row.memoryStoreId,
+        memoryId: row.memoryId,
+        memoryVersionId: row.id,
+        path: row.path,
+        occurredAt: now,
+      });
+    }
+    return row;
+  });
   if (redacted) return redacted;
   const [existing] = await db
     .select({ id: memoryVersions.id })
     .from(memoryVersions)
     .where(and(inWorkspace(writer.workspaceId), eq(memoryVersions.id, id)));
   if (!existing) throw notFound();
-  throw new ConflictError('The memory version is already redacted.');
+  throw new ConflictError('The memory version is already redacted.', 'already_redacted');
 }

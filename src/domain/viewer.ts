@@ -1,8 +1,11 @@
+/** ADMIN keys may do everything in their workspace; IDENTITY keys act for one identity (access.ts). */
+export type ApiKeyKind = 'admin' | 'identity';
+
 /** Who is calling: resolved once per request from the bearer token. */
 export interface Viewer {
   workspaceId: string;
   apiKeyId: string;
-  kind: 'admin' | 'identity';
+  kind: ApiKeyKind;
   /** Set for IDENTITY keys: the only identity the key may act for. */
   identityId: string | null;
 }

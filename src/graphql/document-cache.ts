@@ -1,4 +1,4 @@
-import type { DocumentNode } from 'graphql';
+import { GraphQLError, type DocumentNode } from 'graphql';
 import { MAX_DOCUMENT_CACHE_BYTES } from '../domain/limits.js';
 
 /**
@@ -65,12 +65,9 @@ export function documentBytes(text: string, document: DocumentNode | null): numb
   return 2 * text.length + BYTES_PER_TOKEN * tokens;
 }
 
-/** The parse results of query texts: documents, or null for texts that do not parse (Yoga reports those). */
-export function createDocumentCache(): ByteBoundedCache<DocumentNode | null> {
-  return new ByteBoundedCache<DocumentNode | null>(MAX_DOCUMENT_CACHE_BYTES, documentBytes);
-}
-
-/** Yoga's parse error cache, bounded the same way. */
-export function createParseErrorCache(): ByteBoundedCache<unknown> {
-  return new ByteBoundedCache(MAX_DOCUMENT_CACHE_BYTES / 4, (text, error) => 2 * text.length + 2 * String((error as Error)?.message ?? '').length + 512);
+/** Parsed documents, and parse errors, by query text: one cache for every path a request takes. */
+export function createParseCache(): ByteBoundedCache<DocumentNode | GraphQLError> {
+  return new ByteBoundedCache<DocumentNode | GraphQLError>(MAX_DOCUMENT_CACHE_BYTES, (text, parsed) =>
+    parsed instanceof GraphQLError ? 2 * text.length + 2 * parsed.message.length + 512 : documentBytes(text, parsed),
+  );
 }

@@ -1,11 +1,13 @@
 import { GraphQLError } from 'graphql';
 import { DeadlineExceededError } from '../db/deadline.js';
 import { isDatabaseUnavailable } from '../db/failures.js';
+import { DomainError } from '../domain/errors.js';
 import { DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS } from '../domain/limits.js';
 
 /**
  * What clients may see of a failure. Expected errors (GraphQLErrors we raise on purpose)
- * pass; a database that cannot be reached becomes 503 DATABASE_UNAVAILABLE with
+ * pass; a domain error outside a mutation's result union (a query's bad argument) becomes a
+ * top-level error with its code; a database that cannot be reached becomes 503 DATABASE_UNAVAILABLE with
  * Retry-After; anything else becomes INTERNAL_SERVER_ERROR, its original kept for the log
  * line only.
  */
@@ -39,6 +41,7 @@ export function maskError(error: unknown, message = 'Unexpected error.'): GraphQ
   const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
   const nodes = error instanceof GraphQLError ? error.nodes : undefined;
   const path = error instanceof GraphQLError ? error.path : undefined;
+  if (original instanceof DomainError) return new GraphQLError(original.message, { nodes, path, extensions: { code: original.code } });
   const originalError = original instanceof Error ? original : new Error(String(original));
   // A statement refused because its request ran out of time: the request's own timeout.
   const deadline = deadlineExceeded(original);

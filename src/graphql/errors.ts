@@ -8,7 +8,7 @@ export function invalidRequest(message: string): GraphQLError {
 
 /**
  * The `errors` option of a mutation field: the domain errors it may return, and its result
- * union `<Mutation>Result` holding the success type directly beside them (API.md §2).
+ * union `<Mutation>Result` holding the success type directly beside them.
  */
 export function mutationResult<Types extends (new (...args: never[]) => Error)[]>(mutation: string, types: [...Types]) {
   const name = `${mutation.charAt(0).toUpperCase()}${mutation.slice(1)}Result`;

@@ -7,10 +7,8 @@ import {
   loadMemoriesByPath,
   loadMemoryContents,
   type MemoryListFilter,
-  type MemoryOrder,
-  type MemoryRecord,
-  type MemorySummary,
-} from '../domain/memories.js';
+} from '../domain/memories/reads.js';
+import type { MemoryOrder, MemoryRecord, MemorySummary } from '../domain/memories/records.js';
 import { listMountsByStore, type MountRecord } from '../domain/mounts.js';
 import type { Page, PageWindow } from '../domain/pagination.js';
 import { loadSessionsByIds, type SessionRecord } from '../domain/sessions.js';
@@ -22,10 +20,12 @@ import {
   loadLatestVersions,
   loadVersionContents,
   loadVersionsByIds,
+  loadVersionsByNumber,
   type MemoryVersionRecord,
   type MemoryVersionSummary,
   type VersionFilter,
 } from '../domain/versions.js';
+import type { Viewer } from '../domain/viewer.js';
 
 function byId<Row extends { id: string }>(load: (ids: readonly string[]) => Promise<Row[]>) {
   return new DataLoader<string, Row | null>(async (ids) => {
@@ -61,48 +61,80 @@ function perArguments<Args, Value>(batch: (parentIds: readonly string[], args: A
 const EMPTY_PAGE: Page<never> = { rows: [], hasNextPage: false, hasPreviousPage: false };
 const PATH_KEY_SEPARATOR = '\u0000';
 
-/** Per-request loaders: one statement for all the keys a request level asks for. */
-export function createLoaders(db: Database, workspaceId: string) {
-  return {
-    memoryStore: byId<MemoryStoreRecord>((ids) => loadMemoryStoresByIds(db, workspaceId, ids)),
-    mountingPairCount: fromMap((storeIds) => countMountingPairs(db, workspaceId, storeIds), 0),
-    mountsOfStore: perArguments<PageWindow, Page<MountRecord>>((storeIds, window) => listMountsByStore(db, workspaceId, storeIds, window), EMPTY_PAGE),
-    session: byId<SessionRecord>((ids) => loadSessionsByIds(db, workspaceId, ids)),
+/** An object whose properties are made from their factories on first read, once. */
+function lazily<Factories extends Record<string, () => unknown>>(factories: Factories): { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> } {
+  const made = new Map<string, unknown>();
+  const object = {};
+  for (const name of Object.keys(factories)) {
+    Object.defineProperty(object, name, {
+      enumerable: true,
+      get: () => {
+        if (!made.has(name)) made.set(name, factories[name]!());
+        return made.get(name);
+      },
+    });
+  }
+  return object as { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> };
+}
 
-    memory: byId<MemoryRecord>((ids) => loadMemoriesByIds(db, workspaceId, ids)),
+/**
+ * Per-request loaders: one statement for all the keys a request level asks for. Each is made
+ * when a resolver first asks for it: an answer that needs none builds none.
+ */
+export function createLoaders(db: Database, viewer: Viewer) {
+  return lazily({
+    memoryStore: () => byId<MemoryStoreRecord>((ids) => loadMemoryStoresByIds(db, viewer, ids)),
+    mountingPairCount: () => fromMap((storeIds) => countMountingPairs(db, viewer, storeIds), 0),
+    mountsOfStore: () => perArguments<PageWindow, Page<MountRecord>>((storeIds, window) => listMountsByStore(db, viewer, storeIds, window), EMPTY_PAGE),
+    session: () => byId<SessionRecord>((ids) => loadSessionsByIds(db, viewer, ids)),
+
+    memory: () => byId<MemoryRecord>((ids) => loadMemoriesByIds(db, viewer, ids)),
     /** Keyed by `${memoryStoreId}\0${path}` (paths cannot contain NUL). */
-    memoryByPath: new DataLoader<string, MemoryRecord | null>(async (keys) => {
+    memoryByPath: () => new DataLoader<string, MemoryRecord | null>(async (keys) => {
       const pairs = keys.map((key) => {
         const separator = key.indexOf(PATH_KEY_SEPARATOR);
         return { memoryStoreId: key.slice(0, separator), path: key.slice(separator + 1) };
       });
-      const rows = new Map((await loadMemoriesByPath(db, workspaceId, pairs)).map((row) => [`${row.memoryStoreId}${PATH_KEY_SEPARATOR}${row.path}`, row]));
+      const rows = new Map((await loadMemoriesByPath(db, viewer, pairs)).map((row) => [`${row.memoryStoreId}${PATH_KEY_SEPARATOR}${row.path}`, row]));
       return keys.map((key) => rows.get(key) ?? null);
     }),
-    memoryContent: fromMap<string | null>((ids) => loadMemoryContents(db, workspaceId, ids), null),
-    memoriesOfStore: perArguments<{ order: MemoryOrder; filter: MemoryListFilter; window: PageWindow }, Page<MemorySummary>>(
-      (storeIds, { order, filter, window }) => listMemoriesByStore(db, workspaceId, storeIds, order, filter, window),
+    memoryContent: () => fromMap<string | null>((ids) => loadMemoryContents(db, viewer, ids), null),
+    memoriesOfStore: () => perArguments<{ order: MemoryOrder; filter: MemoryListFilter; window: PageWindow }, Page<MemorySummary>>(
+      (storeIds, { order, filter, window }) => listMemoriesByStore(db, viewer, storeIds, order, filter, window),
       EMPTY_PAGE,
     ),
-    memoryCountOfStore: perArguments<MemoryListFilter, number>((storeIds, filter) => countMemoriesByStore(db, workspaceId, storeIds, filter), 0),
+    memoryCountOfStore: () => perArguments<MemoryListFilter, number>((storeIds, filter) => countMemoriesByStore(db, viewer, storeIds, filter), 0),
 
-    memoryVersion: byId<MemoryVersionRecord>((ids) => loadVersionsByIds(db, workspaceId, ids)),
-    versionContent: fromMap<string | null>((ids) => loadVersionContents(db, workspaceId, ids), null),
-    latestVersion: fromMap<MemoryVersionSummary | null>((memoryIds) => loadLatestVersions(db, workspaceId, memoryIds), null),
-    versionsOfMemory: perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
-      (memoryIds, { filter, window }) => listVersionsByMemory(db, workspaceId, memoryIds, filter, window),
+    memoryVersion: () => byId<MemoryVersionRecord>((ids) => loadVersionsByIds(db, viewer, ids)),
+    /** Keyed by `${memoryId}\0${number}`. */
+    versionByNumber: () => new DataLoader<string, MemoryVersionRecord | null>(async (keys) => {
+      const pairs = keys.map((key) => {
+        const separator = key.indexOf(PATH_KEY_SEPARATOR);
+        return { memoryId: key.slice(0, separator), number: Number(key.slice(separator + 1)) };
+      });
+      const rows = new Map((await loadVersionsByNumber(db, viewer, pairs)).map((row) => [`${row.memoryId}${PATH_KEY_SEPARATOR}${row.sequence}`, row]));
+      return keys.map((key) => rows.get(key) ?? null);
+    }),
+    versionContent: () => fromMap<string | null>((ids) => loadVersionContents(db, viewer, ids), null),
+    latestVersion: () => fromMap<MemoryVersionSummary | null>((memoryIds) => loadLatestVersions(db, viewer, memoryIds), null),
+    versionsOfMemory: () => perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
+      (memoryIds, { filter, window }) => listVersionsByMemory(db, viewer, memoryIds, filter, window),
       EMPTY_PAGE,
     ),
-    versionsOfStore: perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
-      (storeIds, { filter, window }) => listVersionsByStore(db, workspaceId, storeIds, filter, window),
+    versionsOfStore: () => perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
+      (storeIds, { filter, window }) => listVersionsByStore(db, viewer, storeIds, filter, window),
       EMPTY_PAGE,
     ),
-    versionCountOfMemory: perArguments<VersionFilter, number>((memoryIds, filter) => countVersionsByParent(db, workspaceId, 'memory', memoryIds, filter), 0),
-    versionCountOfStore: perArguments<VersionFilter, number>((storeIds, filter) => countVersionsByParent(db, workspaceId, 'store', storeIds, filter), 0),
-  };
+    versionCountOfMemory: () => perArguments<VersionFilter, number>((memoryIds, filter) => countVersionsByParent(db, viewer, 'memory', memoryIds, filter), 0),
+    versionCountOfStore: () => perArguments<VersionFilter, number>((storeIds, filter) => countVersionsByParent(db, viewer, 'store', storeIds, filter), 0),
+  });
 }
 
 export type Loaders = ReturnType<typeof createLoaders>;
+
+export function versionNumberKey(memoryId: string, number: number): string {
+  return `${memoryId}${PATH_KEY_SEPARATOR}${number}`;
+}
 
 export function memoryPathKey(memoryStoreId: string, path: string): string {
   return `${memoryStoreId}${PATH_KEY_SEPARATOR}${path}`;

@@ -1,5 +1,5 @@
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
-import type { KeyValue, Page, PageWindow } from '../domain/pagination.js';
+import { keyOf, type KeysetOrdering, type KeyValue, type Page, type PageWindow } from '../domain/pagination.js';
 import { invalidRequest } from './errors.js';
 import { isSupportedInstant } from './scalars.js';
 
@@ -12,31 +12,29 @@ export interface ConnectionArguments {
 }
 
 /**
- * How one list's cursors look: a tag (so that a cursor of another list or order is
- * refused) and the kinds of its key values.
+ * A list's cursors are its ordering's name and the row's sort-key values (domain/pagination.ts
+ * declares both, once per list): a cursor of another list or order is refused.
  */
-export interface CursorFormat<Row> {
-  tag: string;
-  kinds: readonly ('string' | 'date' | 'number')[];
-  keyOf: (row: Row) => KeyValue[];
+export function encodeCursor<Row>(ordering: KeysetOrdering<Row>, row: Row): string {
+  const values = keyOf(ordering, row).map((value) => (value instanceof Date ? value.toISOString() : value));
+  return Buffer.from(JSON.stringify([ordering.name, ...values]), 'utf8').toString('base64url');
 }
 
-export function encodeCursor<Row>(format: CursorFormat<Row>, row: Row): string {
-  const values = format.keyOf(row).map((value) => (value instanceof Date ? value.toISOString() : value));
-  return Buffer.from(JSON.stringify([format.tag, ...values]), 'utf8').toString('base64url');
-}
-
-function decodeCursor<Row>(format: CursorFormat<Row>, cursor: string, argument: string): KeyValue[] {
-  const refuse = () => invalidRequest(`"${argument}" is not a cursor of this list: use a cursor returned by this connection with the same order.`);
-  let parsed: unknown;
+/** A cursor's JSON (base64url of a JSON text), or `refuse()` thrown for anything that is not one. */
+export function parseCursorJson(cursor: string, refuse: () => Error): unknown {
   try {
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw refuse();
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    return JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     throw refuse();
   }
-  if (!Array.isArray(parsed) || parsed.length !== format.kinds.length + 1 || parsed[0] !== format.tag) throw refuse();
-  return format.kinds.map((kind, index) => {
+}
+
+function decodeCursor<Row>(ordering: KeysetOrdering<Row>, cursor: string, argument: string): KeyValue[] {
+  const refuse = () => invalidRequest(`"${argument}" is not a cursor of this list: use a cursor returned by this connection with the same order.`);
+  const parsed = parseCursorJson(cursor, refuse);
+  if (!Array.isArray(parsed) || parsed.length !== ordering.keys.length + 1 || parsed[0] !== ordering.name) throw refuse();
+  return ordering.keys.map(({ kind }, index) => {
     const value: unknown = parsed[index + 1];
     // A forged cursor must fail here, as a bad argument, and never reach the database with a
     // value no real key can have: such values make PostgreSQL throw (a masked internal error).
@@ -69,7 +67,7 @@ function checkPageSize(name: 'first' | 'last', value: number | null | undefined)
  * cursors of this list only. Nothing is clamped: a bad argument is a top-level
  * INVALID_REQUEST error.
  */
-export function parseConnectionArguments<Row>(format: CursorFormat<Row>, args: ConnectionArguments): PageWindow {
+export function parseConnectionArguments<Row>(ordering: KeysetOrdering<Row>, args: ConnectionArguments): PageWindow {
   checkPageSize('first', args.first);
   checkPageSize('last', args.last);
   if (args.first != null && args.last != null) {
@@ -79,8 +77,8 @@ export function parseConnectionArguments<Row>(format: CursorFormat<Row>, args: C
   return {
     size: args.first ?? args.last ?? DEFAULT_PAGE_SIZE,
     backward,
-    after: args.after == null ? null : decodeCursor(format, args.after, 'after'),
-    before: args.before == null ? null : decodeCursor(format, args.before, 'before'),
+    after: args.after == null ? null : decodeCursor(ordering, args.after, 'after'),
+    before: args.before == null ? null : decodeCursor(ordering, args.before, 'before'),
   };
 }
 
@@ -90,8 +88,8 @@ export interface ConnectionResult<Row> {
   totalCount: () => Promise<number>;
 }
 
-export function toConnection<Row>(format: CursorFormat<Row>, page: Page<Row>, totalCount: () => Promise<number>): ConnectionResult<Row> {
-  const edges = page.rows.map((row) => ({ cursor: encodeCursor(format, row), node: row }));
+export function toConnection<Row>(ordering: KeysetOrdering<Row>, page: Page<Row>, totalCount: () => Promise<number>): ConnectionResult<Row> {
+  const edges = page.rows.map((row) => ({ cursor: encodeCursor(ordering, row), node: row }));
   return {
     edges,
     pageInfo: {

@@ -17,7 +17,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { COUNT_SCAN_COST, DEFAULT_PAGE_SIZE, MAX_EXPLICIT_MOUNTS_PER_PAIR, MAX_NODE_IDS, MAX_PAGE_SIZE } from '../domain/limits.js';
-import { isMemoryCountKept } from '../domain/memories.js';
+import { isMemoryCountKept } from '../domain/memories/reads.js';
 import { isVersionCountKept } from '../domain/versions.js';
 
 /**

@@ -5,6 +5,7 @@ import {
   NoSchemaIntrospectionCustomRule,
   parse,
   specifiedRules,
+  validate,
   visit,
   type ASTVisitor,
   type DocumentNode,
@@ -17,7 +18,6 @@ import {
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
 import {
   CONTENT_FIELD_COST,
   COUNT_SCAN_COST,
@@ -27,7 +27,7 @@ import {
   MAX_QUERY_DIRECTIVES,
   MAX_QUERY_TOKENS,
 } from '../domain/limits.js';
-import { operationCost, selectOperation } from './query-cost.js';
+import { operationCost } from './query-cost.js';
 
 export type QueryLimitName = 'depth' | 'aliases' | 'tokens' | 'directives' | 'cost';
 
@@ -178,78 +178,61 @@ function withoutSuggestions(message: string, introspection: boolean): string {
  * their types (INVALID_REQUEST, one error per variable), or a cost over MAX_QUERY_COST
  * (QUERY_TOO_COMPLEX). Both are HTTP 400. Null when it may run.
  */
-export function costError(
+/** An operation's estimated cost against the limit: what `extensions.cost` reports. */
+export interface CostEstimate {
+  estimated: number;
+  limit: number;
+}
+
+/**
+ * The operation's variables coerced and its cost estimated: the estimate (null when the
+ * variables do not fit their types), and the errors that refuse the request, if any.
+ */
+export function estimateCost(
   schema: GraphQLSchema,
   document: DocumentNode,
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   introspection: boolean,
-): GraphQLError[] | null {
+): { cost: CostEstimate | null; errors: GraphQLError[] | null } {
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
   if (coerced.errors) {
-    return coerced.errors.map(
+    const errors = coerced.errors.map(
       (error) => new GraphQLError(withoutSuggestions(error.message, introspection), { nodes: error.nodes, extensions: { code: INVALID_REQUEST, http: { status: 400 } } }),
     );
+    return { cost: null, errors };
   }
-  const cost = operationCost(schema, document, operation, coerced.coerced, {});
-  if (cost <= MAX_QUERY_COST) return null;
-  return [
-    queryTooComplex(
-      'cost',
-      `The query's estimated cost is ${cost}; the limit is ${MAX_QUERY_COST}. ` +
-        `Each field costs 1, a connection multiplies its edges by first/last, content costs ${CONTENT_FIELD_COST} and a totalCount that must count ${COUNT_SCAN_COST}: ` +
-        'ask for smaller pages, fewer nested lists, less content or fewer counts.',
-      cost,
-      MAX_QUERY_COST,
-    ),
-  ];
-}
-
-export interface QueryLimitsOptions {
-  /** Answer `__schema` / `__type` and suggest names in validation errors. */
-  introspection: boolean;
+  const estimated = operationCost(schema, document, operation, coerced.coerced, {});
+  const cost = { estimated, limit: MAX_QUERY_COST };
+  if (estimated <= MAX_QUERY_COST) return { cost, errors: null };
+  const refusal = queryTooComplex(
+    'cost',
+    `The query's estimated cost is ${estimated}; the limit is ${MAX_QUERY_COST}. ` +
+      `Each field costs 1, a connection multiplies its edges by first/last, content costs ${CONTENT_FIELD_COST} and a totalCount that must count ${COUNT_SCAN_COST}: ` +
+      'ask for smaller pages, fewer nested lists, less content or fewer counts.',
+    estimated,
+    MAX_QUERY_COST,
+  );
+  return { cost, errors: [refusal] };
 }
 
 /**
- * Every query-shape limit (tokens at parse time, depth / aliases / directives at
- * validation, cost before execution), and the introspection setting.
+ * A document's validation errors, as clients see them: GraphQL's rules, the shape limits and
+ * (when off) introspection. Every one is a request error, HTTP 400 with a code, whatever the
+ * response type; with introspection off, without the names "Did you mean …?" would give away.
  */
-export function useQueryLimits(options: QueryLimitsOptions): Plugin {
-  return {
-    onParse({ setParseFn }) {
-      setParseFn(parseWithLimits);
-    },
-    onValidate({ addValidationRule }) {
-      addValidationRule(documentLimitsRule);
-      if (!options.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
-      // Every validation error is a request error: HTTP 400 with a code, whatever the response
-      // type; with introspection off, without the names "Did you mean …?" would give away.
-      return ({ result, setResult }) => {
-        if (result.length === 0) return;
-        setResult(
-          result.map((error) => {
-            const introspection = error.message.startsWith('GraphQL introspection has been disabled');
-            if (introspection) {
-              return new GraphQLError('Introspection is turned off on this server (MEMSTORE_INTROSPECTION); the schema is published as schema.graphql.', {
-                nodes: error.nodes,
-                extensions: { code: INTROSPECTION_DISABLED, http: { status: 400 } },
-              });
-            }
-            const code = (error.extensions?.code as string | undefined) ?? GRAPHQL_VALIDATION_FAILED;
-            return new GraphQLError(withoutSuggestions(error.message, options.introspection), {
-              nodes: error.nodes,
-              extensions: { ...error.extensions, code, http: { status: 400 } },
-            });
-          }),
-        );
-      };
-    },
-    onExecute({ args, setResultAndStopExecution }) {
-      const operation = selectOperation(args.document, args.operationName);
-      // No such operation: execution reports it.
-      if (!operation) return;
-      const errors = costError(args.schema, args.document, operation, args.variableValues ?? undefined, options.introspection);
-      if (errors) setResultAndStopExecution({ errors });
-    },
-  };
+export function validateDocument(schema: GraphQLSchema, document: DocumentNode, introspection: boolean): readonly GraphQLError[] {
+  return validate(schema, document, validationRules(introspection)).map((error) => {
+    if (error.message.startsWith('GraphQL introspection has been disabled')) {
+      return new GraphQLError('Introspection is turned off on this server (MEMSTORE_INTROSPECTION); the schema is published as schema.graphql.', {
+        nodes: error.nodes,
+        extensions: { code: INTROSPECTION_DISABLED, http: { status: 400 } },
+      });
+    }
+    const code = (error.extensions?.code as string | undefined) ?? GRAPHQL_VALIDATION_FAILED;
+    return new GraphQLError(withoutSuggestions(error.message, introspection), {
+      nodes: error.nodes,
+      extensions: { ...error.extensions, code, http: { status: 400 } },
+    });
+  });
 }

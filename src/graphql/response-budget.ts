@@ -1,5 +1,4 @@
 import { GraphQLError, type ExecutionResult } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
 import { stopStatements } from '../db/deadline.js';
 import { MAX_RESPONSE_BYTES } from '../domain/limits.js';
 
@@ -66,14 +65,3 @@ export function textBytes(value: unknown): number {
 
 /** Marks a field that spends the budget itself (before loading its value). */
 export const SPENDS_OWN_BUDGET = { spendsResponseBudget: true } as const;
-
-/** Yoga's executions: once the request's budget is spent, the answer is RESPONSE_TOO_LARGE alone. */
-export function useResponseBudget(): Plugin {
-  return {
-    onExecute({ args, executeFn, setExecuteFn }) {
-      const budget = (args.contextValue as { budget?: ResponseBudget }).budget;
-      if (!budget) return;
-      setExecuteFn(async (executeArgs) => budget.settle((await executeFn(executeArgs)) as ExecutionResult) as never);
-    },
-  };
-}

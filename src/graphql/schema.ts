@@ -7,9 +7,13 @@ import './types/node.js';
 import './types/memory-store.js';
 import './types/memory.js';
 import './types/memory-version.js';
+import './types/version-history.js';
+import './types/memory-entries.js';
+import './types/memory-search.js';
 import './types/mount.js';
 import './types/session.js';
 import './types/api-key.js';
+import './types/memory-event.js';
 
 export const schema = guardResolvers(enforceAccess(builder.toSchema()));
 

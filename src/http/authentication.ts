@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { Database } from '../db/client.js';
 import { authenticate, hashToken, isWellFormedToken } from '../domain/api-keys.js';
 import type { Viewer } from '../domain/viewer.js';
-import { rateLimited, type RateLimiter } from './rate-limit.js';
+import { rateLimited, type KeyRateLimiter, type RateLimitState } from './rate-limit.js';
 
 /**
  * Who a request is, in the order every request meets it: credentials of the right form
@@ -46,19 +46,19 @@ export function credentialsOf(request: Request): Credentials {
 export class Gate {
   constructor(
     private readonly db: Database,
-    private readonly limiter: RateLimiter | null,
+    private readonly limiter: KeyRateLimiter | null,
   ) {}
 
   /**
    * Spends one of the key's requests (its bucket is keyed by the token's hash, so this needs
    * no lookup). A refused request costs one key lookup: 401 for a token no key has, else 429.
    */
-  async admit(credentials: Credentials): Promise<void> {
-    if (!this.limiter) return;
-    const retryAfterSeconds = this.limiter.take(credentials.tokenSha256);
-    if (retryAfterSeconds === 0) return;
+  async admit(credentials: Credentials): Promise<RateLimitState | null> {
+    if (!this.limiter) return null;
+    const state = await this.limiter.take(credentials.tokenSha256);
+    if (state.retryAfterSeconds === 0) return state;
     if (!(await authenticate(this.db, credentials.token))) throw unauthenticated();
-    throw rateLimited(this.limiter.settings, retryAfterSeconds);
+    throw rateLimited(this.limiter.settings, state);
   }
 
   /** The key behind the credentials; unknown or revoked: 401. */

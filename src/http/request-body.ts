@@ -40,7 +40,7 @@ async function readChunk(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
   }
 }
 
-/** A body or query string without a query: there is nothing to run. */
+/** A body or query string without a query (or a trusted document's id): there is nothing to run. */
 function missingQuery(): GraphQLError {
   return new GraphQLError('Must provide a query string: send {"query": "…"} (or ?query=… with GET).', {
     extensions: { code: 'INVALID_REQUEST', http: { status: 400 } },
@@ -122,7 +122,7 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
  * the rest of a refused body is read and thrown away first (see discardRest). Replaces
  * Yoga's POST parsers.
  */
-export function useRequestBodyLimit(maxBytes: number): Plugin {
+export function useRequestBodyLimit(readBody: (request: Request) => Promise<string>, maxBytes: number): Plugin {
   return {
     onRequestParse({ request, setRequestParser }) {
       if (request.method === 'GET') {
@@ -133,7 +133,7 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
       // Before the content type: an oversized body is refused as such, whatever it claims to be.
       if ((declaredLength(request) ?? 0) > maxBytes) {
         setRequestParser(async (postRequest) => {
-          await discardBody(postRequest);
+          await readBody(postRequest);
           throw payloadTooLarge(maxBytes);
         });
         return;
@@ -148,7 +148,7 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
         return;
       }
       setRequestParser(async (postRequest) => {
-        const text = await readBodyText(postRequest, maxBytes);
+        const text = await readBody(postRequest);
         let body: unknown;
         try {
           body = JSON.parse(text);
@@ -157,7 +157,7 @@ export function useRequestBodyLimit(maxBytes: number): Plugin {
         }
         // Arrays go on to Yoga, which refuses batches.
         if (body === null || typeof body !== 'object') throw badRequest('POST body must be a JSON object: {"query": …, "variables": …}.');
-        if (!Array.isArray(body) && typeof (body as { query?: unknown }).query !== 'string') throw missingQuery();
+        if (!Array.isArray(body) && typeof (body as { query?: unknown }).query !== 'string' && (body as { documentId?: unknown }).documentId == null) throw missingQuery();
         return body as never;
       });
     },
@@ -179,9 +179,11 @@ function parseGetRequest(request: Request) {
       throw badRequest(`The ${name} parameter is not valid JSON.`);
     }
   };
-  if (!parameters.get('query')) throw missingQuery();
+  if (!parameters.get('query') && !parameters.get('documentId')) throw missingQuery();
   return {
     query: parameters.get('query') || undefined,
+    // A trusted document's id (persisted-documents.ts), instead of the query.
+    documentId: parameters.get('documentId') || undefined,
     operationName: parameters.get('operationName') || undefined,
     variables: json('variables'),
     extensions: json('extensions'),

@@ -1,15 +1,15 @@
 import { GraphQLError, type ExecutionResult } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
 import { StatementScope } from '../db/deadline.js';
+import type { StatementObserver } from '../db/statement-observer.js';
 import { requestTimeoutError } from '../graphql/error-masking.js';
 
-export interface RequestTimeoutOptions {
-  timeoutMs: number;
-  /** When the request arrived (performance.now() milliseconds): the limit counts from there. */
-  startedAt(request: Request): number;
-}
-
-/** A request's time limit, running from the moment it is started. */
+/**
+ * A request's time limit, running from the moment it is started. Work that outlives it ends:
+ * the client gets a top-level REQUEST_TIMEOUT (HTTP 503), and the work sends no further
+ * statement. Statements already sent to PostgreSQL are ended by its `statement_timeout` (set
+ * to the same limit); a write's transaction either commits whole or rolls back whole. A
+ * client that disconnects ends its request's work the same way.
+ */
 export interface Deadline {
   /**
    * Runs the work under the limit: once the time is up the database sends none of its
@@ -23,10 +23,10 @@ export interface Deadline {
   clear(): void;
 }
 
-/** Starts the limit of a request that has already used `elapsedMs` of its `timeoutMs`. */
-export function startDeadline(timeoutMs: number, elapsedMs: number, clientGone?: AbortSignal): Deadline {
+/** Starts the limit of a request that has already used `elapsedMs` of its `timeoutMs`; `observer` is told of its statements. */
+export function startDeadline(timeoutMs: number, elapsedMs: number, clientGone?: AbortSignal, observer?: StatementObserver): Deadline {
   const remainingMs = timeoutMs - elapsedMs;
-  const scope = new StatementScope(performance.now() + remainingMs, timeoutMs);
+  const scope = new StatementScope(performance.now() + remainingMs, timeoutMs, observer);
   // Made only when the time is up: building an error (and its stack) on every request costs.
   let error: GraphQLError | undefined;
   const timedOutResult = (): ExecutionResult => ({ errors: [(error ??= requestTimeoutError(timeoutMs))] });
@@ -51,28 +51,5 @@ export function startDeadline(timeoutMs: number, elapsedMs: number, clientGone?:
   return {
     within: (work) => (remainingMs <= 0 ? timedOut : Promise.race([scope.run(work).then(late), timedOut])),
     clear: () => clearTimeout(timer),
-  };
-}
-
-/**
- * Ends execution that outlives the request's time limit: the client gets a top-level
- * REQUEST_TIMEOUT (HTTP 503), and the work sends no further statement. Statements already
- * sent to PostgreSQL are ended by its `statement_timeout` (set to the same limit); a write's
- * transaction either commits whole or rolls back whole. A client that disconnects ends its
- * request's work the same way.
- */
-export function useRequestTimeout(options: RequestTimeoutOptions): Plugin {
-  return {
-    onExecute({ args, executeFn, setExecuteFn }) {
-      const request = (args.contextValue as { request?: Request }).request;
-      const deadline = startDeadline(options.timeoutMs, request ? performance.now() - options.startedAt(request) : 0, request?.signal);
-      // The answer does not wait for the work once the time is up.
-      setExecuteFn((executeArgs) => deadline.within(async () => executeFn(executeArgs)) as never);
-      return {
-        onExecuteDone() {
-          deadline.clear();
-        },
-      };
-    },
   };
 }

@@ -5,7 +5,8 @@ import { createDb, type Database } from '../../src/db/client.js';
 import { ensureAdminKey } from '../../src/domain/api-keys.js';
 import { BENCH_WORKSPACE, benchInvariantViolations, seedBenchData, seededShapeProblems } from './seed.js';
 
-export const BENCH_DATABASE = 'memstore_bench';
+/** MEMSTORE_BENCH_DATABASE names another database (two checkouts benchmarking on one PostgreSQL at once). */
+export const BENCH_DATABASE = process.env.MEMSTORE_BENCH_DATABASE || 'memstore_bench';
 
 /** The URL of database `name` on the server of `databaseUrl`. */
 export function databaseUrlFor(databaseUrl: string, name: string): string {

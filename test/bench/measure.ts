@@ -62,15 +62,15 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts `node --import tsx <script>` (under `taskset -c <core>` when pinning) with a
+ * Starts `node --import tsx <script>` in `cwd` (under `taskset -c <core>` when pinning) with a
  * clean environment plus `env`, and waits until GET /healthz answers 200.
  */
-export async function startServer(name: string, script: string, env: Record<string, string>, core: number | null): Promise<ServerProcess> {
+export async function startServer(name: string, script: string, env: Record<string, string>, core: number | null, cwd = ROOT): Promise<ServerProcess> {
   const port = await freePort();
-  const nodeArguments = ['--import', 'tsx', script];
+  const nodeArguments = [...(process.env.BENCH_CPU_PROF && name.startsWith('memstore') ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []), '--import', 'tsx', script];
   const [command, args] = core === null ? [process.execPath, nodeArguments] : ['taskset', ['-c', String(core), process.execPath, ...nodeArguments]];
   const child = spawn(command, args, {
-    cwd: ROOT,
+    cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -218,7 +218,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             setupRequest: (request, context) => {
               const spec: RequestSpec = workload.next(kind);
               (context as { spec?: RequestSpec }).spec = spec;
-              return { ...request, path: spec.path, body: spec.body };
+              return { ...request, method: spec.method ?? 'POST', path: spec.path, body: spec.body };
             },
             onResponse: (status, body, context) => {
               const spec = (context as { spec?: RequestSpec }).spec;

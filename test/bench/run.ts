@@ -1,14 +1,20 @@
 /**
- * `npm run bench`: memstore against a hand-written baseline on PostgreSQL (issue #7).
+ * `npm run bench`: memstore against a hand-written baseline on PostgreSQL.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench -- [options]
  *
  *   --duration S      measured seconds per workload and server (10)
  *   --warmup S        warm-up seconds before each measured run (3)
  *   --connections N   concurrent connections of the load generator (32)
- *   --only Q1,W1      run these workloads only (Q1 Q2 Q3 W1 W2)
+ *   --only Q1,W1      run these workloads only (Q1 Q2 R2 Q3 W1 W2)
  *   --long            also run each workload for 2 minutes: req/s of the first 10 s vs the second minute
  *   --pglite          also run memstore on the embedded database (PGlite), seeded the same way
+ *   --compare DIR     also measure the memstore of another checkout (DIR, with its own
+ *                     node_modules: e.g. `git worktree add ../before HEAD~3 && (cd ../before
+ *                     && npm ci)`) on the same data, right after this one, and report its ratios
+ *   --without-lean-path  also measure this memstore with every request through Yoga
+ *                     (compiled reads on): the lean path's gain, from the same run
+ *   --without-metrics  also measure this memstore with /metrics off (what metrics cost, same run)
  *   --keep-database   keep database memstore_bench afterwards (dropped by default)
  *
  * Creates database memstore_bench next to DATABASE_URL's, migrates and seeds it, checks
@@ -42,6 +48,9 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
     long: { type: 'boolean', default: false },
     pglite: { type: 'boolean', default: false },
+    compare: { type: 'string' },
+    'without-lean-path': { type: 'boolean', default: false },
+    'without-metrics': { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -77,6 +86,12 @@ const selected: WorkloadName[] = flags.only
 // Reads first: the writes change what the reads would return.
 const workloadNames = WORKLOAD_NAMES.filter((name) => selected.includes(name));
 
+const compareDir = flags.compare ? path.resolve(flags.compare) : null;
+if (compareDir && !fs.existsSync(path.join(compareDir, 'src', 'server.ts'))) {
+  process.stderr.write(`--compare: ${compareDir} holds no src/server.ts (a checkout of memstore, with node_modules)\n`);
+  process.exit(2);
+}
+
 const adminUrl = process.env.DATABASE_URL;
 if (!adminUrl) {
   process.stderr.write('npm run bench needs DATABASE_URL (PostgreSQL), e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench\n');
@@ -88,6 +103,8 @@ const LONG_SECONDS = 120;
 const COUNTED_REQUESTS = 20;
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const token = `msk_${Array.from({ length: 40 }, () => BASE62[randomInt(62)]).join('')}`;
+// memstore runs as an operator would run it: /metrics on (guarded by a token), tracing off.
+const metricsToken = Array.from({ length: 32 }, () => BASE62[randomInt(62)]).join('');
 
 const log = (message: string) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 
@@ -116,14 +133,24 @@ function memstoreEnvironment(extra: Record<string, string>): Record<string, stri
     LOG_LEVEL: 'warn',
     MEMSTORE_RATE_LIMIT_PER_SECOND: '0',
     MEMSTORE_BOOTSTRAP_KEYS: `bench:${token}`,
+    MEMSTORE_METRICS_TOKEN: metricsToken,
     ...extra,
   };
 }
 
-async function start(name: string, kind: TargetKind, databaseUrl: string | undefined, core: number | null, dataDir?: string): Promise<ServerProcess> {
+async function start(
+  name: string,
+  kind: TargetKind,
+  databaseUrl: string | undefined,
+  core: number | null,
+  variant: { dataDir?: string; cwd?: string; script?: string; metrics?: boolean } = {},
+): Promise<ServerProcess> {
+  const { dataDir, cwd, script = 'src/server.ts', metrics = true } = variant;
+  const environment = memstoreEnvironment(databaseUrl ? { DATABASE_URL: databaseUrl } : { MEMSTORE_DATA_DIR: dataDir! });
+  if (!metrics) delete environment.MEMSTORE_METRICS_TOKEN;
   const server =
     kind === 'memstore'
-      ? await startServer(name, 'src/server.ts', memstoreEnvironment(databaseUrl ? { DATABASE_URL: databaseUrl } : { MEMSTORE_DATA_DIR: dataDir! }), core)
+      ? await startServer(name, script, environment, core, cwd)
       : await startServer(name, 'test/bench/baseline.ts', { DATABASE_URL: databaseUrl! }, core);
   servers.push(server);
   return server;
@@ -137,18 +164,18 @@ async function stop(server: ServerProcess): Promise<void> {
 async function send(server: ServerProcess, workload: Workload, kind: TargetKind): Promise<boolean> {
   const spec = workload.next(kind);
   const response = await fetch(`${server.baseUrl}${spec.path}`, {
-    method: 'POST',
+    method: spec.method ?? 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: spec.body,
   });
   return spec.done(response.status, await response.text());
 }
 
-/** The commit the servers run, read when the run starts ("+changes" when src/ differs from it). */
-function currentCommit(): string {
+/** The commit a checkout runs, read when the run starts ("+changes" when src/ differs from it). */
+function currentCommit(directory = ROOT): string {
   try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const changed = execFileSync('git', ['status', '--porcelain', '--', 'src', 'package.json'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: directory, encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--', 'src', 'package.json'], { cwd: directory, encoding: 'utf8' }).trim() !== '';
     return changed ? `${commit}+changes` : commit;
   } catch {
     return 'unknown';
@@ -157,6 +184,7 @@ function currentCommit(): string {
 
 async function main(): Promise<void> {
   const startedAt = Date.now();
+  const loadAverageAtStart = os.loadavg().map((value) => value.toFixed(2)).join(' ');
   const commit = currentCommit();
   const pinning = pinLoadGenerator();
   log(`${pinning.note}`);
@@ -219,6 +247,18 @@ async function main(): Promise<void> {
   // ---- 2. Measured runs, one server loaded at a time ----
   const memstore = await start('memstore', 'memstore', benchUrl, pinning.serverCore);
   const baseline = await start('baseline', 'baseline', benchUrl, pinning.serverCore);
+  const compareCommit = compareDir ? currentCommit(compareDir) : null;
+  // Further memstore arms, measured right after memstore on the same data.
+  const variants: { server: ServerProcess; target: Row['target'] }[] = [];
+  if (compareDir) variants.push({ server: await start(`memstore at ${compareCommit}`, 'memstore', benchUrl, pinning.serverCore, { cwd: compareDir }), target: 'memstore-compared' });
+  if (flags['without-lean-path']) {
+    const server = await start('memstore without the lean path', 'memstore', benchUrl, pinning.serverCore, { script: 'test/bench/memstore-without-lean-path.ts' });
+    variants.push({ server, target: 'memstore-without-lean-path' });
+  }
+  if (flags['without-metrics']) {
+    const server = await start('memstore without metrics', 'memstore', benchUrl, pinning.serverCore, { metrics: false });
+    variants.push({ server, target: 'memstore-without-metrics' });
+  }
   const rows: Row[] = [];
   const longRows: LongRow[] = [];
 
@@ -258,7 +298,7 @@ async function main(): Promise<void> {
       load,
       row: {
         workload: workload.name,
-        target: (database === 'pglite' ? 'memstore-pglite' : kind) as Row['target'],
+        target: (database === 'pglite' ? 'memstore-pglite' : (variants.find((variant) => variant.server === server)?.target ?? kind)) as Row['target'],
         requestsPerSecond: load.requestsPerSecond,
         p50: load.p50,
         p99: load.p99,
@@ -278,10 +318,11 @@ async function main(): Promise<void> {
 
   for (const name of workloadNames) {
     const workload = workloads[name];
-    for (const [kind, server] of [['baseline', baseline], ['memstore', memstore]] as const) {
+    const targets = [['baseline', baseline], ['memstore', memstore], ...variants.map((variant) => ['memstore', variant.server] as const)] as const;
+    for (const [kind, server] of targets) {
       const { row } = await measure(server, kind, workload, duration, 'postgres');
       rows.push(row);
-      log(`${name} ${kind}: ${row.requestsPerSecond.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${row.serverCpuMsPerRequest.toFixed(2)} CPU ms/req${row.failed + row.errors > 0 ? `, ${row.failed} failed, ${row.errors} errors` : ''}`);
+      log(`${name} ${server.name}: ${row.requestsPerSecond.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${row.serverCpuMsPerRequest.toFixed(2)} CPU ms/req${row.failed + row.errors > 0 ? `, ${row.failed} failed, ${row.errors} errors` : ''}`);
     }
     if (flags.long) {
       for (const [kind, server] of [['baseline', baseline], ['memstore', memstore]] as const) {
@@ -292,8 +333,11 @@ async function main(): Promise<void> {
       }
     }
   }
+  const telemetry = await metricsSeen(memstore);
+  log(`memstore: ${telemetry}`);
   await stop(memstore);
   await stop(baseline);
+  for (const variant of variants) await stop(variant.server);
   const violations = await benchInvariantViolations(probeDb);
   if (violations.length > 0) throw new Error(`Invariants broken after the measured runs:\n${violations.join('\n')}`);
   log('invariants hold after the measured runs (counters exact, every memory equals its newest version)');
@@ -308,7 +352,7 @@ async function main(): Promise<void> {
     const pgliteSeed = await migrateAndSeed({ databaseUrl: undefined, dataDir: pgliteDir, token, afterSeed: (db) => tracker.load(db) });
     pgliteSeedSeconds = pgliteSeed.seconds;
     log(`seeded PGlite in ${pgliteSeed.seconds.toFixed(1)} s`);
-    const embedded = await start('memstore (PGlite)', 'memstore', undefined, pinning.serverCore, pgliteDir);
+    const embedded = await start('memstore (PGlite)', 'memstore', undefined, pinning.serverCore, { dataDir: pgliteDir });
     for (const name of workloadNames) {
       if (!workloads[name].write) log(`PGlite ${await verifyWorkload(name, { memstore: embedded.baseUrl, token }, null, pgliteSeed.apiKeyId)}`);
       const { row } = await measure(embedded, 'memstore', workloads[name], duration, 'pglite');
@@ -325,10 +369,13 @@ async function main(): Promise<void> {
   const results: Results = {
     date: new Date(startedAt).toISOString(),
     commit,
+    comparedCommit: compareCommit,
     node: process.version,
     postgres: postgresVersion,
     cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}`,
     loadAverage: os.loadavg().map((value) => value.toFixed(2)).join(' '),
+    loadAverageAtStart,
+    telemetry,
     pinning: pinning.note,
     durationSeconds: duration,
     warmupSeconds: warmup,
@@ -349,6 +396,19 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(directory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`\n${markdown}\n`);
   log(`done in ${results.totalSeconds.toFixed(0)} s; wrote test/bench/results.md and results.json`);
+}
+
+/** What memstore's /metrics counted over the measured runs: proof that metrics were on. */
+async function metricsSeen(server: ServerProcess): Promise<string> {
+  const response = await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } });
+  if (response.status !== 200) return `/metrics answered ${response.status} (metrics off?)`;
+  const text = await response.text();
+  const total = (name: string) =>
+    text
+      .split('\n')
+      .filter((line) => line.startsWith(name))
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  return `metrics on (MEMSTORE_METRICS_TOKEN; /metrics counted ${total('memstore_graphql_requests_total')} GraphQL requests and ${total('memstore_db_statement_duration_seconds_count')} statements), tracing off`;
 }
 
 function longRow(workload: WorkloadName, target: TargetKind, perSecond: number[], failed: number, rssStartMb: number, rssEndMb: number): LongRow {

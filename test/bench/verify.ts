@@ -17,6 +17,7 @@ import {
   MEMORY_QUERY,
   PREFIX_PAGE,
   PREFIX_QUERY,
+  restMemoryPath,
   UPDATE_MUTATION,
   WRITE_CONTENTS,
   type WorkloadName,
@@ -87,6 +88,30 @@ function describeDifference(label: string, memstore: unknown, baseline: unknown)
 const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, any>[];
 
 /** Reads: the same data in the same order. Returns a line describing what was compared. */
+/** R2: the Forward REST answer holds what Q2's does (GraphQL's fields under their REST names), for the same memories. */
+async function verifyRestRead(endpoints: Endpoints): Promise<string> {
+  const ids = [[0, 0], [57, 13], [BENCH_SHAPE.stores - 1, BENCH_SHAPE.memoriesPerStore - 1]] as const;
+  for (const [store, memory] of ids) {
+    const id = memoryId(store, memory);
+    const response = await fetch(`${endpoints.memstore}${restMemoryPath(storeId(store), id)}`, { headers: { authorization: `Bearer ${endpoints.token}` } });
+    const rest = (await response.json()) as Record<string, any>;
+    if (response.status !== 200 || rest.id !== id) throw new Error(`R2: memstore answered ${response.status} for memory ${id}: ${JSON.stringify(rest).slice(0, 300)}`);
+    const asGraphql = {
+      id: rest.id,
+      memoryStoreId: rest.memory_store_id,
+      path: rest.path,
+      content: rest.content,
+      contentSizeBytes: rest.content_size_bytes,
+      contentSha256: rest.content_sha256,
+      metadata: rest.metadata,
+      updatedAt: rest.updated_at,
+    };
+    const expected = endpoints.baseline ? (await post(endpoints.baseline, '/q2', endpoints.token, { id })).body : (await graphql(endpoints, MEMORY_QUERY, { id })).memory;
+    if (!isDeepStrictEqual(asGraphql, expected)) throw new Error(describeDifference(`R2 ${id}`, asGraphql, expected));
+  }
+  return `R2: ${ids.length} memories with content over REST, equal field by field to ${endpoints.baseline ? 'the baseline' : 'Q2'}`;
+}
+
 async function verifyRead(name: 'Q1' | 'Q2' | 'Q3', endpoints: Endpoints): Promise<string> {
   if (name === 'Q1') {
     const memstore = dashboardFromGraphql(await graphql(endpoints, DASHBOARD_QUERY, DASHBOARD_SHAPE)) as any[];
@@ -237,6 +262,7 @@ async function verifyCreate(endpoints: Endpoints & { baseline: string }, db: Dat
 
 /** Checks one workload; throws with the difference when memstore and the baseline disagree. */
 export async function verifyWorkload(name: WorkloadName, endpoints: Endpoints, db: Database | null, apiKeyId: string): Promise<string> {
+  if (name === 'R2') return verifyRestRead(endpoints);
   if (name === 'Q1' || name === 'Q2' || name === 'Q3') return verifyRead(name, endpoints);
   if (!endpoints.baseline || !db) return `${name}: checked on PostgreSQL only`;
   const line = name === 'W1' ? await verifyUpdate({ ...endpoints, baseline: endpoints.baseline }, db, apiKeyId) : await verifyCreate({ ...endpoints, baseline: endpoints.baseline }, db, apiKeyId);

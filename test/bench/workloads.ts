@@ -9,12 +9,14 @@ import type { Database } from '../../src/db/client.js';
 import { BENCH_SHAPE, BENCH_WORKSPACE, memoryId, SEEDED_PATH_PREFIX, storeId } from './seed.js';
 
 export type TargetKind = 'memstore' | 'baseline';
-export const WORKLOAD_NAMES = ['Q1', 'Q2', 'Q3', 'W1', 'W2'] as const;
+export const WORKLOAD_NAMES = ['Q1', 'Q2', 'R2', 'Q3', 'W1', 'W2'] as const;
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
 
 export interface RequestSpec {
+  /** POST unless told (the Forward REST reads are GETs without a body). */
+  method?: 'GET' | 'POST';
   path: string;
-  body: string;
+  body: string | undefined;
   /** Judges the response (and learns from it: writes track each memory's current sha). True when it is the expected success. */
   done(status: number, body: string): boolean;
 }
@@ -184,6 +186,29 @@ function memoryById(): Workload {
   };
 }
 
+/** The Forward REST API's path of one memory (route 9, as the SDKs send it). */
+export const restMemoryPath = (store: string, id: string) => `/api/v1/forward/memory_stores/${encodeURIComponent(store)}/memories/${encodeURIComponent(id)}`;
+
+/** Q2 over the Forward REST API: the same memories in the same rotation, against the baseline's same statement. */
+function memoryByIdOverRest(): Workload {
+  let k = 0;
+  return {
+    name: 'R2',
+    title: 'GET /api/v1/forward/memory_stores/{id}/memories/{id} (Q2 over the Forward REST API), ids rotating over all 10,000 memories',
+    write: false,
+    startRun: () => {
+      k = 0;
+    },
+    next: (kind) => {
+      const n = k++;
+      const id = rotatingMemory(n);
+      return kind === 'memstore'
+        ? { method: 'GET', path: restMemoryPath(storeId(n % STORES), id), body: undefined, done: (status, body) => status === 200 && body.startsWith('{"id":"mem_') }
+        : { path: '/q2', body: json({ id }), done: baselineOk };
+    },
+  };
+}
+
 function memoriesByPrefix(): Workload {
   let k = 0;
   return {
@@ -299,5 +324,5 @@ function createMemory(): Workload {
 }
 
 export function createWorkloads(tracker: ShaTracker): Record<WorkloadName, Workload> {
-  return { Q1: dashboard(), Q2: memoryById(), Q3: memoriesByPrefix(), W1: updateMemory(tracker), W2: createMemory() };
+  return { Q1: dashboard(), Q2: memoryById(), R2: memoryByIdOverRest(), Q3: memoriesByPrefix(), W1: updateMemory(tracker), W2: createMemory() };
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { createDb, type DatabaseHandle } from '../../src/db/client.js';
 
@@ -14,13 +15,25 @@ export interface TestDatabase {
   release(): Promise<void>;
 }
 
+/**
+ * The database's session time zone in tests: away from UTC (+05:45), as the process's is
+ * (vitest.config.ts). An answer that depends on either time zone is then wrong in a test.
+ */
+export const DATABASE_TIME_ZONE = 'Asia/Kathmandu';
+
 let workerPglite: Promise<DatabaseHandle> | undefined;
+
+async function openWorkerPglite(): Promise<DatabaseHandle> {
+  const handle = await createDb({ databaseUrl: undefined, dataDir: 'memory://' });
+  await handle.db.execute(sql.raw(`set time zone '${DATABASE_TIME_ZONE}'`));
+  return handle;
+}
 
 export const postgresUrl: string | undefined = process.env.DATABASE_URL || undefined;
 
 export async function openTestDatabase(): Promise<TestDatabase> {
   if (postgresUrl === undefined) {
-    workerPglite ??= createDb({ databaseUrl: undefined, dataDir: 'memory://' });
+    workerPglite ??= openWorkerPglite();
     return { handle: await workerPglite, url: undefined, release: async () => {} };
   }
   const { url, drop } = await createScratchPostgresDatabase();
@@ -46,6 +59,7 @@ export async function createScratchPostgresDatabase(
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database "${name}"`);
+    await admin.unsafe(`alter database "${name}" set timezone to '${DATABASE_TIME_ZONE}'`);
   } finally {
     await admin.end();
   }

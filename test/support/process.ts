@@ -13,9 +13,13 @@ export interface ServerProcess {
   stderr(): string;
 }
 
-/** Runs `src/server.ts` as `npm start` does, with the given environment on top of a clean one. */
-export function startServerProcess(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+/** How the server is run: by default `src/server.ts` as `npm start` runs it. */
+export const SOURCE_SERVER_COMMAND: readonly string[] = [process.execPath, '--import', 'tsx', 'src/server.ts'];
+
+/** Runs the server (`command`, in the repository's root) with the given environment on top of a clean one. */
+export function startServerProcess(env: Record<string, string>, command: readonly string[] = SOURCE_SERVER_COMMAND): ServerProcess {
+  const [program, ...args] = command;
+  const child = spawn(program!, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { afterAll, beforeAll } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
+import { createApp, eventHubOf, type App, type AppOptions } from '../../src/app.js';
 import type { Database } from '../../src/db/client.js';
 import { ensureAdminKey, generateToken } from '../../src/domain/api-keys.js';
 import { openTestDatabase, type TestDatabase } from './database.js';
@@ -12,6 +12,7 @@ export interface GraphQLResponse<Result> {
   headers: Headers;
   data?: Result | null;
   errors?: { message: string; path?: (string | number)[]; extensions?: Record<string, unknown> }[];
+  extensions?: Record<string, unknown>;
 }
 
 /** Sends operations through real HTTP handling (`app.fetch`) with one API key. */
@@ -71,9 +72,12 @@ export interface TestServer {
   anonymous(token?: string | null): TestClient;
 }
 
-export async function startTestServer(): Promise<TestServer> {
+/** Options of the app under test besides its config and database (e.g. `singleStatementWrites: false`). */
+export type TestAppOptions = Omit<AppOptions, 'config' | 'database'>;
+
+export async function startTestServer(options: TestAppOptions = {}): Promise<TestServer> {
   const database = await openTestDatabase();
-  const app = createApp({ config: { nodeEnv: 'test', graphiql: true }, database: database.handle });
+  const app = createApp({ config: { nodeEnv: 'test', graphiql: true }, database: database.handle, ...options });
   const db = database.handle.db;
   return {
     app,
@@ -91,13 +95,24 @@ export async function startTestServer(): Promise<TestServer> {
 }
 
 /** Starts a test server for the file (before its tests) and releases it afterwards. */
-export function useTestServer(): TestServer {
+export function useTestServer(options: TestAppOptions = {}): TestServer {
   const server = {} as TestServer;
   beforeAll(async () => {
-    Object.assign(server, await startTestServer());
+    Object.assign(server, await startTestServer(options));
   });
   afterAll(async () => {
+    // Test files of a worker share its database: a file's poller must not outlive the file.
+    if (server.app) await eventHubOf(server.app).close();
     await server.database?.release();
   });
   return server;
 }
+
+/**
+ * The two ways memory writes are made: one statement first, falling back to the transaction
+ * (the default), and the transaction alone. Write tests run under both (describe.each).
+ */
+export const WRITE_PATHS = [
+  { writes: 'one statement first', singleStatementWrites: true },
+  { writes: 'transactions only', singleStatementWrites: false },
+] as const;

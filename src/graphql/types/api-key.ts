@@ -1,9 +1,9 @@
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../domain/errors.js';
-import { countApiKeys, createApiKey, listApiKeys, revokeApiKey, type ApiKeyFilter, type ApiKeySummary } from '../../domain/api-keys.js';
+import { API_KEY_LIST, countApiKeys, createApiKey, listApiKeys, revokeApiKey, type ApiKeyFilter, type ApiKeySummary } from '../../domain/api-keys.js';
 import { API_KEY_NAME_MAX_CHARACTERS } from '../../domain/limits.js';
 import { builder } from '../builder.js';
 import { mutationResult } from '../errors.js';
-import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { parseConnectionArguments, toConnection } from '../pagination.js';
 
 const ApiKeyKindEnum = builder.enumType('ApiKeyKind', {
   description: 'What an API key may do.',
@@ -26,8 +26,6 @@ const ApiKeyRef = builder.objectRef<ApiKeySummary>('ApiKey').implement({
   }),
 });
 
-const apiKeyCursor: CursorFormat<ApiKeySummary> = { tag: 'api-keys', kinds: ['date', 'string'], keyOf: (key) => [key.createdAt, key.id] };
-
 builder.queryField('apiKeys', (t) =>
   t.connection(
     {
@@ -38,10 +36,10 @@ builder.queryField('apiKeys', (t) =>
         includeRevoked: t.arg.boolean({ defaultValue: true, required: true, description: 'Whether revoked keys are listed.' }),
       },
       resolve: async (_root, args, { db, viewer }) => {
-        const window = parseConnectionArguments(apiKeyCursor, args);
+        const window = parseConnectionArguments(API_KEY_LIST.ordering, args);
         const filter: ApiKeyFilter = { kind: args.kind ?? undefined, includeRevoked: args.includeRevoked };
         const page = await listApiKeys(db, viewer, filter, window);
-        return toConnection(apiKeyCursor, page, () => countApiKeys(db, viewer, filter));
+        return toConnection(API_KEY_LIST.ordering, page, () => countApiKeys(db, viewer, filter));
       },
     },
     { name: 'ApiKeyConnection', description: 'A page of API keys.' },

@@ -10,7 +10,7 @@ import {
 import { builder } from '../builder.js';
 
 export const ErrorCodeEnum = builder.enumType('ErrorCode', {
-  description: 'What kind of failure an Error is (the seed\'s HTTP statuses 400, 404, 409, 409 on a content check, 403).',
+  description: 'What kind of failure an Error is (in the Forward REST API: HTTP 400, 404, 409, 409 on a content check, 403).',
   values: {
     INVALID_REQUEST: { description: 'The input breaks a rule; `issues` says which fields.' },
     NOT_FOUND: { description: 'The object does not exist, or belongs to another workspace.' },
@@ -41,7 +41,7 @@ const ValidationIssueRef = builder.objectRef<ValidationIssue>('ValidationIssue')
 
 builder.objectType(InvalidRequestError, {
   name: 'InvalidRequestError',
-  description: 'The input breaks one or more rules (HTTP 400 in the seed). Nothing was changed.',
+  description: 'The input breaks one or more rules (HTTP 400 in the Forward REST API). Nothing was changed.',
   interfaces: [ErrorInterface],
   fields: (t) => ({
     issues: t.field({ type: [ValidationIssueRef], description: 'Every problem found, each with its field.', resolve: (error) => error.issues }),

@@ -4,6 +4,7 @@ import {
   createMemoryStore,
   deleteMemoryStore,
   listMemoryStores,
+  MEMORY_STORE_LIST,
   updateMemoryStore,
   type MemoryStoreFilter,
   type MemoryStoreRecord,
@@ -21,20 +22,16 @@ import {
   STORE_NAME_MAX_CHARACTERS,
 } from '../../domain/limits.js';
 import { builder } from '../builder.js';
+import { exposedValue, MEMORY_STORE_FIELDS, MEMORY_STORE_STATUS } from '../exposed-fields.js';
+import { enumTypeOf, exposeFields } from './exposed.js';
 import { mutationResult } from '../errors.js';
-import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { parseConnectionArguments, toConnection } from '../pagination.js';
 import { MemoryStoreRef } from './refs.js';
 
 // ---------------------------------------------------------------------------------------
 // The type
 
-export const MemoryStoreStatusEnum = builder.enumType('MemoryStoreStatus', {
-  description: 'The lifecycle state of a memory store.',
-  values: {
-    ACTIVE: { value: 'active', description: 'Readable and writable; can be mounted.' },
-    ARCHIVED: { value: 'archived', description: 'Read-only for good (there is no unarchive); cannot be mounted, changed or deleted.' },
-  } as const,
-});
+export const MemoryStoreStatusEnum = enumTypeOf(MEMORY_STORE_STATUS);
 
 const BindingInfoRef = builder.objectRef<MemoryStoreRecord>('MemoryStoreBindingInfo').implement({
   description: 'How the store is bound to (identity, template) pairs.',
@@ -50,39 +47,21 @@ const BindingInfoRef = builder.objectRef<MemoryStoreRecord>('MemoryStoreBindingI
 
 builder.node(MemoryStoreRef, {
   description: 'A container of memories (files of an agent). It holds no content itself and can be mounted onto (identity, template) pairs.',
-  id: { resolve: (store) => store.id, description: 'The store id: `memstore_` followed by 20 lowercase base36 characters.' },
+  id: { resolve: (store) => exposedValue(MEMORY_STORE_FIELDS.id, store) as string, description: 'The store id: `memstore_` followed by 20 lowercase base36 characters.' },
   isTypeOf: (value) => isIdOfKind((value as MemoryStoreRecord).id ?? '', 'memoryStore'),
   fields: (t) => ({
-    name: t.exposeString('name', { description: `Display name: 1–${STORE_NAME_MAX_CHARACTERS} characters, not blank.` }),
-    description: t.exposeString('description', {
+    ...exposeFields(t, MEMORY_STORE_FIELDS, {
+      name: `Display name: 1–${STORE_NAME_MAX_CHARACTERS} characters, not blank.`,
       description: `Free text of at most ${STORE_DESCRIPTION_MAX_CHARACTERS} characters; "" when none was given.`,
-    }),
-    status: t.field({ type: MemoryStoreStatusEnum, description: 'ACTIVE or ARCHIVED.', resolve: (store) => store.status }),
-    entryCount: t.exposeInt('entryCount', { description: 'How many memories the store holds now.' }),
-    totalSize: t.field({
-      type: 'SafeInt',
-      description: 'The sum of the content sizes of its memories, in UTF-8 bytes.',
-      resolve: (store) => store.totalSize,
-    }),
-    metadata: t.field({
-      type: 'JSONObject',
-      description: `String key/value pairs. Always holds the server's "created_by": "forward" besides at most ${STORE_METADATA_MAX_KEYS} caller keys.`,
-      resolve: (store) => store.metadata,
-    }),
-    systemManaged: t.exposeBoolean('systemManaged', {
-      description: 'True for the default store the server created for an (identity, template) pair when its first session started.',
-    }),
-    identityId: t.exposeID('identityId', {
-      nullable: true,
-      description: 'The identity owning a system-managed default store; null for stores created through the API.',
-    }),
-    createdAt: t.field({ type: 'DateTime', description: 'When the store was created.', resolve: (store) => store.createdAt }),
-    updatedAt: t.field({ type: 'DateTime', description: 'When its name, description, metadata or status last changed.', resolve: (store) => store.updatedAt }),
-    archivedAt: t.field({
-      type: 'DateTime',
-      nullable: true,
-      description: 'When the store was archived; null while it is active.',
-      resolve: (store) => store.archivedAt,
+      status: 'ACTIVE or ARCHIVED.',
+      entryCount: 'How many memories the store holds now.',
+      totalSize: 'The sum of the content sizes of its memories, in UTF-8 bytes.',
+      metadata: `String key/value pairs. Always holds the server's "created_by": "forward" besides at most ${STORE_METADATA_MAX_KEYS} caller keys.`,
+      systemManaged: 'True for the default store the server created for an (identity, template) pair when its first session started.',
+      identityId: 'The identity owning a system-managed default store; null for stores created through the API.',
+      createdAt: 'When the store was created.',
+      updatedAt: 'When its name, description, metadata or status last changed.',
+      archivedAt: 'When the store was archived; null while it is active.',
     }),
     bindingInfo: t.field({ type: BindingInfoRef, description: 'Its bindings to (identity, template) pairs.', resolve: (store) => store }),
   }),
@@ -91,19 +70,13 @@ builder.node(MemoryStoreRef, {
 // ---------------------------------------------------------------------------------------
 // Queries
 
-const storeCursor: CursorFormat<MemoryStoreRecord> = {
-  tag: 'stores',
-  kinds: ['date', 'string'],
-  keyOf: (store) => [store.createdAt, store.id],
-};
-
 builder.queryFields((t) => ({
   memoryStore: t.field({
     type: MemoryStoreRef,
     nullable: true,
     description: 'The store with this id, or null when there is none in the caller\'s workspace.',
     args: { id: t.arg.id({ required: true, description: 'A `memstore_` id.' }) },
-    resolve: (_root, { id }, context) => (isIdOfKind(id, 'memoryStore') ? context.loaders.memoryStore.load(id) : null),
+    resolve: (_root, { id }, context) => context.loaders.memoryStore.load(id),
   }),
   memoryStores: t.connection(
     {
@@ -117,7 +90,7 @@ builder.queryFields((t) => ({
         createdBefore: t.arg({ type: 'DateTime', description: 'Only stores created strictly before this instant.' }),
       },
       resolve: async (_root, args, context) => {
-        const window = parseConnectionArguments(storeCursor, args);
+        const window = parseConnectionArguments(MEMORY_STORE_LIST.ordering, args);
         const filter: MemoryStoreFilter = {
           systemManaged: args.systemManaged ?? undefined,
           status: args.status ?? undefined,
@@ -126,9 +99,9 @@ builder.queryFields((t) => ({
           createdBefore: args.createdBefore ?? undefined,
         };
         const { db, viewer } = context;
-        const page = await listMemoryStores(db, viewer.workspaceId, filter, window);
+        const page = await listMemoryStores(db, viewer, filter, window);
         for (const store of page.rows) context.loaders.memoryStore.prime(store.id, store);
-        return toConnection(storeCursor, page, () => countMemoryStores(db, viewer.workspaceId, filter));
+        return toConnection(MEMORY_STORE_LIST.ordering, page, () => countMemoryStores(db, viewer, filter));
       },
     },
     { name: 'MemoryStoreConnection', description: 'A page of memory stores.' },
@@ -193,11 +166,6 @@ const DeleteMemoryStoreSuccess = builder.objectRef<{ deletedMemoryStoreId: strin
   fields: (t) => ({ deletedMemoryStoreId: t.exposeID('deletedMemoryStoreId', { description: 'The id the store had.' }) }),
 });
 
-/** A store id that cannot exist is simply not found: the same answer as an unknown or foreign one. */
-function assertStoreId(id: string): void {
-  if (!isIdOfKind(id, 'memoryStore')) throw new NotFoundError(`No memory store with id "${id}".`);
-}
-
 builder.mutationFields((t) => ({
   createMemoryStore: t.field({
     type: CreateMemoryStoreSuccess,
@@ -211,10 +179,7 @@ builder.mutationFields((t) => ({
     description: 'Changes the name, description or metadata of an active store. Archived stores → ConflictError.',
     args: { input: t.arg({ type: UpdateMemoryStoreInput, required: true, description: 'The store and its changes.' }) },
     errors: mutationResult('updateMemoryStore', [InvalidRequestError, NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => {
-      assertStoreId(input.id);
-      return { memoryStore: await updateMemoryStore(db, viewer, input, now) };
-    },
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ memoryStore: await updateMemoryStore(db, viewer, input, now) }),
   }),
   archiveMemoryStore: t.field({
     type: ArchiveMemoryStoreSuccess,
@@ -222,19 +187,13 @@ builder.mutationFields((t) => ({
       'Archives a store for good (there is no unarchive). ConflictError when it is already archived or still explicitly mounted. Archiving a default store releases its pair\'s default slot: the pair\'s next session gets a new, empty default store.',
     args: { input: t.arg({ type: ArchiveMemoryStoreInput, required: true, description: 'The store to archive.' }) },
     errors: mutationResult('archiveMemoryStore', [NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => {
-      assertStoreId(input.id);
-      return { memoryStore: await archiveMemoryStore(db, viewer, input.id, now) };
-    },
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ memoryStore: await archiveMemoryStore(db, viewer, input.id, now) }),
   }),
   deleteMemoryStore: t.field({
     type: DeleteMemoryStoreSuccess,
     description: 'Deletes an active store with its memories and versions. ConflictError when it is archived or still explicitly mounted.',
     args: { input: t.arg({ type: DeleteMemoryStoreInput, required: true, description: 'The store to delete.' }) },
     errors: mutationResult('deleteMemoryStore', [NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer }) => {
-      assertStoreId(input.id);
-      return { deletedMemoryStoreId: await deleteMemoryStore(db, viewer, input.id) };
-    },
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ deletedMemoryStoreId: await deleteMemoryStore(db, viewer, input.id, now) }),
   }),
 }));

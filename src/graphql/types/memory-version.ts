@@ -1,12 +1,22 @@
 import { ConflictError, NotFoundError } from '../../domain/errors.js';
 import { isIdOfKind } from '../../domain/ids.js';
 import { CONTENT_FIELD_COST, MAX_RESPONSE_BYTES } from '../../domain/limits.js';
-import { isVersionCountKept, redactMemoryVersion, type MemoryVersionRecord, type MemoryVersionSummary, type VersionFilter } from '../../domain/versions.js';
-import { writerOf, type Actor } from '../../domain/viewer.js';
+import {
+  isVersionCountKept,
+  redactMemoryVersion,
+  versionFilterOf,
+  VERSIONS_OF_MEMORY,
+  VERSIONS_OF_STORE,
+  type MemoryVersionRecord,
+  type MemoryVersionSummary,
+} from '../../domain/versions.js';
+import type { Actor } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
+import { exposedValue, MEMORY_OPERATION, MEMORY_VERSION_FIELDS } from '../exposed-fields.js';
+import { enumTypeOf, exposeFields } from './exposed.js';
 import { SPENDS_OWN_BUDGET } from '../response-budget.js';
-import { invalidRequest, mutationResult } from '../errors.js';
-import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { mutationResult } from '../errors.js';
+import { parseConnectionArguments, toConnection } from '../pagination.js';
 import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
 
 // ---------------------------------------------------------------------------------------
@@ -38,58 +48,56 @@ function actorOf(apiKeyId: string | null, sessionId: string | null): Actor | nul
 // ---------------------------------------------------------------------------------------
 // The type
 
-export const MemoryOperationEnum = builder.enumType('MemoryOperation', {
-  description: 'What produced a version.',
-  values: {
-    CREATED: { value: 'created', description: 'createMemory (or an agent\'s first write of a path).' },
-    UPDATED: { value: 'updated', description: 'updateMemory: new content, metadata or path.' },
-    DELETED: { value: 'deleted', description: 'deleteMemory: the version holds the last state.' },
-  } as const,
-});
+export const MemoryOperationEnum = enumTypeOf(MEMORY_OPERATION);
 
 builder.node(MemoryVersionRef, {
   description: 'An immutable snapshot of a memory, written with every create, update and delete. Only redaction changes it; only deleting the store removes it.',
-  id: { resolve: (version) => version.id, description: 'The version id: `memver_` followed by 20 lowercase base36 characters.' },
+  id: { resolve: (version) => exposedValue(MEMORY_VERSION_FIELDS.id, version) as string, description: 'The version id: `memver_` followed by 20 lowercase base36 characters.' },
   isTypeOf: (value) => isIdOfKind((value as MemoryVersionSummary).id ?? '', 'memoryVersion'),
   fields: (t) => ({
-    memoryStoreId: t.exposeID('memoryStoreId', { description: 'The store of the memory.' }),
+    ...exposeFields(t, MEMORY_VERSION_FIELDS, { memoryStoreId: 'The store of the memory.' }),
     memoryStore: t.field({
       type: MemoryStoreRef,
       description: 'The store of the memory.',
       resolve: async (version, _args, context) => (await context.loaders.memoryStore.load(version.memoryStoreId))!,
     }),
-    memoryId: t.exposeID('memoryId', { description: 'The memory this is a version of (kept after the memory is deleted).' }),
+    ...exposeFields(t, MEMORY_VERSION_FIELDS, { memoryId: 'The memory this is a version of (kept after the memory is deleted).' }),
     memory: t.field({
       type: MemoryRef,
       nullable: true,
       description: 'The live memory, or null once it is deleted.',
       resolve: (version, _args, context) => context.loaders.memory.load(version.memoryId),
     }),
-    path: t.exposeString('path', { description: 'The memory\'s path when this version was written.' }),
     content: t.string({
       nullable: true,
       description: `The content this version captured; null only when redacted. Loaded only when selected (it costs ${CONTENT_FIELD_COST} toward the query cost limit, and its size counts toward the ${MAX_RESPONSE_BYTES} bytes of text an answer may carry).`,
       complexity: CONTENT_FIELD_COST,
       extensions: SPENDS_OWN_BUDGET,
       resolve: async (version, _args, context) => {
-        if (version.redactedAt !== null) return null;
+        // A redacted version's content is null without being read.
+        if (exposedValue(MEMORY_VERSION_FIELDS.content, { redactedAt: version.redactedAt, content: '' }) === null) return null;
         // Spent before loading: content past the budget is never read.
         context.budget.spend(version.contentSizeBytes);
-        return version.content !== undefined ? version.content : context.loaders.versionContent.load(version.id);
+        const content = version.content !== undefined ? version.content : await context.loaders.versionContent.load(version.id);
+        return exposedValue(MEMORY_VERSION_FIELDS.content, { redactedAt: version.redactedAt, content }) as string | null;
       },
     }),
-    contentSizeBytes: t.exposeInt('contentSizeBytes', { description: 'The size of the captured content in UTF-8 bytes (kept after redaction).' }),
-    contentSha256: t.exposeString('contentSha256', { description: 'SHA-256 of the captured content (kept after redaction).' }),
-    operation: t.field({ type: MemoryOperationEnum, description: 'What produced the version.', resolve: (version) => version.operation }),
-    redacted: t.boolean({ description: 'Whether the content was redacted.', resolve: (version) => version.redactedAt !== null }),
-    redactedAt: t.field({ type: 'DateTime', nullable: true, description: 'When it was redacted; null if it was not.', resolve: (version) => version.redactedAt }),
+    ...exposeFields(t, MEMORY_VERSION_FIELDS, {
+      path: 'The memory\'s path when this version was written.',
+      contentSizeBytes: 'The size of the captured content in UTF-8 bytes (kept after redaction).',
+      contentSha256: 'SHA-256 of the captured content (kept after redaction).',
+      operation: 'What produced the version.',
+      number: 'Its place in its memory\'s history: 1 for the first CREATED version, then 2, 3, … in commit order. Numbers never repeat or skip within a memory (a restored memory continues its numbering).',
+      redacted: 'Whether the content was redacted.',
+      redactedAt: 'When it was redacted; null if it was not.',
+    }),
     redactedBy: t.field({
       type: ActorUnion,
       nullable: true,
       description: 'Who redacted it; null if it was not.',
       resolve: (version) => actorOf(version.redactedByApiKeyId, version.redactedBySessionId),
     }),
-    createdAt: t.field({ type: 'DateTime', description: 'When the version was written.', resolve: (version) => version.createdAt }),
+    ...exposeFields(t, MEMORY_VERSION_FIELDS, { createdAt: 'When the version was written.' }),
     createdBy: t.field({
       type: ActorUnion,
       description: 'Who wrote it: the API key of an API write, or the session of an agent write.',
@@ -106,29 +114,11 @@ const MemoryVersionConnection = builder.connectionObject(
   { name: 'MemoryVersionEdge', description: 'A memory version and its cursor.' },
 );
 
-const memoryVersionCursor: CursorFormat<MemoryVersionSummary> = {
-  tag: 'memory-versions',
-  kinds: ['number'],
-  keyOf: (version) => [version.sequence],
-};
-
-const storeVersionCursor: CursorFormat<MemoryVersionSummary> = {
-  tag: 'store-versions',
-  kinds: ['date', 'string'],
-  keyOf: (version) => [version.createdAt, version.id],
-};
-
-/** The author filters both version lists take (API.md §7). */
+/** The author filters both version lists take. */
 const authorArguments = builder.args((t) => ({
   apiKeyId: t.id({ description: 'Only versions written through this API key (`key_` id).' }),
   sessionId: t.id({ description: 'Only versions written by an agent in this session (`sesn_` id).' }),
 }));
-
-function authorFilter(args: { apiKeyId?: string | null; sessionId?: string | null }): Pick<VersionFilter, 'apiKeyId' | 'sessionId'> {
-  if (args.apiKeyId != null && !isIdOfKind(args.apiKeyId, 'apiKey')) throw invalidRequest(`"apiKeyId" must be a \`key_\` id (got "${args.apiKeyId}").`);
-  if (args.sessionId != null && !isIdOfKind(args.sessionId, 'session')) throw invalidRequest(`"sessionId" must be a \`sesn_\` id (got "${args.sessionId}").`);
-  return { apiKeyId: args.apiKeyId ?? undefined, sessionId: args.sessionId ?? undefined };
-}
 
 builder.objectFields(MemoryRef, (t) => ({
   versions: t.connection(
@@ -137,10 +127,10 @@ builder.objectFields(MemoryRef, (t) => ({
       description: 'The memory\'s versions, newest first (in the order they were committed).',
       args: { operation: t.arg({ type: MemoryOperationEnum, description: 'Only versions of this operation.' }), ...authorArguments },
       resolve: async (memory, args, context) => {
-        const window = parseConnectionArguments(memoryVersionCursor, args);
-        const filter: VersionFilter = { operation: args.operation ?? undefined, ...authorFilter(args) };
+        const window = parseConnectionArguments(VERSIONS_OF_MEMORY.ordering, args);
+        const filter = versionFilterOf(args);
         const page = await context.loaders.versionsOfMemory({ filter, window }).load(memory.id);
-        return toConnection(memoryVersionCursor, page, async () =>
+        return toConnection(VERSIONS_OF_MEMORY.ordering, page, async () =>
           isVersionCountKept(filter) ? memory.versionSequence : context.loaders.versionCountOfMemory(filter).load(memory.id),
         );
       },
@@ -162,19 +152,10 @@ builder.objectFields(MemoryStoreRef, (t) => ({
         ...authorArguments,
       },
       resolve: async (store, args, context) => {
-        const window = parseConnectionArguments(storeVersionCursor, args);
-        if (args.memoryId != null && !isIdOfKind(args.memoryId, 'memory')) {
-          throw invalidRequest(`"memoryId" must be a \`mem_\` id (got "${args.memoryId}").`);
-        }
-        const filter: VersionFilter = {
-          memoryId: args.memoryId ?? undefined,
-          operation: args.operation ?? undefined,
-          createdAfter: args.createdAfter ?? undefined,
-          createdBefore: args.createdBefore ?? undefined,
-          ...authorFilter(args),
-        };
+        const window = parseConnectionArguments(VERSIONS_OF_STORE.ordering, args);
+        const filter = versionFilterOf(args);
         const page = await context.loaders.versionsOfStore({ filter, window }).load(store.id);
-        return toConnection(storeVersionCursor, page, () => context.loaders.versionCountOfStore(filter).load(store.id));
+        return toConnection(VERSIONS_OF_STORE.ordering, page, () => context.loaders.versionCountOfStore(filter).load(store.id));
       },
     },
     MemoryVersionConnection,
@@ -190,7 +171,7 @@ builder.queryField('memoryVersion', (t) =>
     nullable: true,
     description: 'The version with this id, or null.',
     args: { id: t.arg.id({ required: true, description: 'A `memver_` id.' }) },
-    resolve: (_root, { id }, context) => (isIdOfKind(id, 'memoryVersion') ? context.loaders.memoryVersion.load(id) : null),
+    resolve: (_root, { id }, context) => context.loaders.memoryVersion.load(id),
   }),
 );
 
@@ -213,6 +194,6 @@ builder.mutationField('redactMemoryVersion', (t) =>
       'Removes a version\'s content for compliance: content becomes null, redacted true, redactedAt set; path, size, sha and operation stay, and the live memory is not touched. Allowed on archived stores; a second redaction is a CONFLICT.',
     args: { input: t.arg({ type: RedactMemoryVersionInput, required: true, description: 'The version to redact.' }) },
     errors: mutationResult('redactMemoryVersion', [NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => ({ memoryVersion: await redactMemoryVersion(db, writerOf(viewer), input.id, now) }),
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ memoryVersion: await redactMemoryVersion(db, viewer, input.id, now) }),
   }),
 );

@@ -11,22 +11,17 @@ import {
   PATH_MAX_SEGMENTS,
   PATH_SEGMENT_MAX_BYTES,
 } from '../../domain/limits.js';
-import {
-  createMemory,
-  deleteMemory,
-  isMemoryCountKept,
-  updateMemory,
-  type MemoryOrder,
-  type MemoryRecord,
-  type MemorySummary,
-} from '../../domain/memories.js';
+import { isMemoryCountKept } from '../../domain/memories/reads.js';
+import { MEMORY_LISTS, type MemoryRecord, type MemorySummary } from '../../domain/memories/records.js';
+import { createMemory, deleteMemory, updateMemory } from '../../domain/memories/writes.js';
 import type { MemoryVersionRecord } from '../../domain/versions.js';
-import { writerOf } from '../../domain/viewer.js';
 import { builder } from '../builder.js';
+import { exposedValue, MEMORY_FIELDS } from '../exposed-fields.js';
+import { exposeFields } from './exposed.js';
 import { SPENDS_OWN_BUDGET } from '../response-budget.js';
 import { mutationResult } from '../errors.js';
 import { memoryPathKey } from '../loaders.js';
-import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { parseConnectionArguments, toConnection } from '../pagination.js';
 import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
 
 // ---------------------------------------------------------------------------------------
@@ -38,16 +33,15 @@ const metadataRules = `at most ${MEMORY_METADATA_MAX_KEYS} keys of 1–${METADAT
 
 builder.node(MemoryRef, {
   description: 'A file of agent memory: a path in a store and its UTF-8 text. Every create, update and delete leaves a MemoryVersion.',
-  id: { resolve: (memory) => memory.id, description: 'The memory id: `mem_` followed by 20 lowercase base36 characters. Renames keep it.' },
+  id: { resolve: (memory) => exposedValue(MEMORY_FIELDS.id, memory) as string, description: 'The memory id: `mem_` followed by 20 lowercase base36 characters. Renames keep it.' },
   isTypeOf: (value) => isIdOfKind((value as MemorySummary).id ?? '', 'memory'),
   fields: (t) => ({
-    memoryStoreId: t.exposeID('memoryStoreId', { description: 'The store holding the memory.' }),
+    ...exposeFields(t, MEMORY_FIELDS, { memoryStoreId: 'The store holding the memory.' }),
     memoryStore: t.field({
       type: MemoryStoreRef,
       description: 'The store holding the memory.',
       resolve: async (memory, _args, context) => (await context.loaders.memoryStore.load(memory.memoryStoreId))!,
     }),
-    path: t.exposeString('path', { description: `Where the memory lives in its store: ${pathRules}.` }),
     content: t.string({
       description: `The text. It is loaded only when selected; selecting it in long lists is what makes them expensive (it costs ${CONTENT_FIELD_COST} toward the query cost limit, and its size counts toward the ${MAX_RESPONSE_BYTES} bytes of text an answer may carry: past them, RESPONSE_TOO_LARGE).`,
       complexity: CONTENT_FIELD_COST,
@@ -55,16 +49,18 @@ builder.node(MemoryRef, {
       resolve: async (memory, _args, context) => {
         // Spent before loading: content past the budget is never read.
         context.budget.spend(memory.contentSizeBytes);
-        return memory.content ?? (await context.loaders.memoryContent.load(memory.id)) ?? '';
+        const content = memory.content ?? (await context.loaders.memoryContent.load(memory.id)) ?? '';
+        return exposedValue(MEMORY_FIELDS.content, { content }) as string;
       },
     }),
-    contentSizeBytes: t.exposeInt('contentSizeBytes', { description: 'The size of the content in UTF-8 bytes.' }),
-    contentSha256: t.exposeString('contentSha256', {
-      description: 'Lower-case hex SHA-256 of the content\'s UTF-8 bytes; pass it as expectedContentSha256 for optimistic concurrency.',
+    ...exposeFields(t, MEMORY_FIELDS, {
+      path: `Where the memory lives in its store: ${pathRules}.`,
+      contentSizeBytes: 'The size of the content in UTF-8 bytes.',
+      contentSha256: 'Lower-case hex SHA-256 of the content\'s UTF-8 bytes; pass it as expectedContentSha256 for optimistic concurrency.',
+      metadata: 'String key/value pairs, replaced as a whole by updates.',
+      createdAt: 'When the memory was first created (its first CREATED version; a memory brought back by restoreMemoryVersion keeps it).',
+      updatedAt: 'When its newest version was written.',
     }),
-    metadata: t.field({ type: 'JSONObject', description: 'String key/value pairs, replaced as a whole by updates.', resolve: (memory) => memory.metadata }),
-    createdAt: t.field({ type: 'DateTime', description: 'When the memory was created (its CREATED version).', resolve: (memory) => memory.createdAt }),
-    updatedAt: t.field({ type: 'DateTime', description: 'When its newest version was written.', resolve: (memory) => memory.updatedAt }),
     latestVersion: t.field({
       type: MemoryVersionRef,
       description: 'The newest version: the one holding the memory\'s current state.',
@@ -86,13 +82,6 @@ const MemoryOrderEnum = builder.enumType('MemoryOrder', {
   } as const,
 });
 
-const memoryCursors: Record<MemoryOrder, CursorFormat<MemorySummary>> = {
-  PATH_ASC: { tag: 'memories:path', kinds: ['string'], keyOf: (memory) => [memory.path] },
-  PATH_DESC: { tag: 'memories:path-desc', kinds: ['string'], keyOf: (memory) => [memory.path] },
-  UPDATED_AT_DESC: { tag: 'memories:updated', kinds: ['date', 'string'], keyOf: (memory) => [memory.updatedAt, memory.id] },
-  CREATED_AT_DESC: { tag: 'memories:created', kinds: ['date', 'string'], keyOf: (memory) => [memory.createdAt, memory.id] },
-};
-
 builder.objectFields(MemoryStoreRef, (t) => ({
   memories: t.connection(
     {
@@ -103,11 +92,11 @@ builder.objectFields(MemoryStoreRef, (t) => ({
         orderBy: t.arg({ type: MemoryOrderEnum, defaultValue: 'PATH_ASC', required: true, description: 'The order of the list.' }),
       },
       resolve: async (store, args, context) => {
-        const format = memoryCursors[args.orderBy];
-        const window = parseConnectionArguments(format, args);
+        const { ordering } = MEMORY_LISTS[args.orderBy];
+        const window = parseConnectionArguments(ordering, args);
         const filter = { pathPrefix: args.pathPrefix ?? undefined };
         const page = await context.loaders.memoriesOfStore({ order: args.orderBy, filter, window }).load(store.id);
-        return toConnection(format, page, async () => (isMemoryCountKept(filter) ? store.entryCount : context.loaders.memoryCountOfStore(filter).load(store.id)));
+        return toConnection(ordering, page, async () => (isMemoryCountKept(filter) ? store.entryCount : context.loaders.memoryCountOfStore(filter).load(store.id)));
       },
     },
     { name: 'MemoryConnection', description: 'A page of memories.' },
@@ -131,7 +120,7 @@ builder.queryField('memory', (t) =>
     nullable: true,
     description: 'The live memory with this id, or null (also once it is deleted).',
     args: { id: t.arg.id({ required: true, description: 'A `mem_` id.' }) },
-    resolve: (_root, { id }, context) => (isIdOfKind(id, 'memory') ? context.loaders.memory.load(id) : null),
+    resolve: (_root, { id }, context) => context.loaders.memory.load(id),
   }),
 );
 
@@ -199,20 +188,20 @@ builder.mutationFields((t) => ({
     description: 'Creates a memory and its CREATED version, and adds it to the store\'s entryCount and totalSize, in one transaction. A taken path or an archived store is a CONFLICT.',
     args: { input: t.arg({ type: CreateMemoryInput, required: true, description: 'The memory to create.' }) },
     errors: mutationResult('createMemory', [InvalidRequestError, NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await createMemory(db, writerOf(viewer), input, now) }),
+    resolve: async (_root, { input }, { db, viewer, now, memoryWrites }) => ({ memory: await createMemory(db, viewer, input, now, memoryWrites) }),
   }),
   updateMemory: t.field({
     type: UpdateMemorySuccess,
     description: 'Changes a memory\'s content, metadata or path, writing an UPDATED version with the new state. An archived store is a CONFLICT.',
     args: { input: t.arg({ type: UpdateMemoryInput, required: true, description: 'The memory and its changes.' }) },
     errors: mutationResult('updateMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await updateMemory(db, writerOf(viewer), input, now) }),
+    resolve: async (_root, { input }, { db, viewer, now, memoryWrites }) => ({ memory: await updateMemory(db, viewer, input, now, memoryWrites) }),
   }),
   deleteMemory: t.field({
     type: DeleteMemorySuccess,
     description: 'Deletes a memory, writing a DELETED version with its last state. An archived store is a CONFLICT.',
     args: { input: t.arg({ type: DeleteMemoryInput, required: true, description: 'The memory to delete.' }) },
     errors: mutationResult('deleteMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
-    resolve: (_root, { input }, { db, viewer, now }) => deleteMemory(db, writerOf(viewer), input, now),
+    resolve: (_root, { input }, { db, viewer, now }) => deleteMemory(db, viewer, input, now),
   }),
 }));

@@ -1,10 +1,9 @@
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../domain/errors.js';
 import { MAX_EXPLICIT_MOUNTS_PER_PAIR } from '../../domain/limits.js';
-import { checkPair, countMountsOfPair, listMountsOfPair, mountMemoryStore, unmountMemoryStore, type MountRecord } from '../../domain/mounts.js';
-import { IssueList } from '../../domain/validation.js';
+import { countMountsOfPair, MOUNTS_OF_PAIR, MOUNTS_OF_STORE, listMountsOfPair, mountMemoryStore, unmountMemoryStore, type MountRecord } from '../../domain/mounts.js';
 import { builder } from '../builder.js';
-import { invalidRequest, mutationResult } from '../errors.js';
-import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { mutationResult } from '../errors.js';
+import { parseConnectionArguments, toConnection } from '../pagination.js';
 import { MemoryStoreMountRef, MemoryStoreRef } from './refs.js';
 
 // ---------------------------------------------------------------------------------------
@@ -37,7 +36,7 @@ MemoryStoreMountRef.implement({
       resolve: async (mount, _args, context) => (await context.loaders.memoryStore.load(mount.memoryStoreId))?.name ?? '',
     }),
     status: t.string({
-      description: 'The store\'s status in lower case, "active" or "archived", as in the seed (best effort: "" if it cannot be read).',
+      description: 'The store\'s status in lower case, "active" or "archived", as the Forward REST API writes it (best effort: "" if it cannot be read).',
       resolve: async (mount, _args, context) => (await context.loaders.memoryStore.load(mount.memoryStoreId))?.status ?? '',
     }),
     entryCount: t.int({
@@ -56,29 +55,6 @@ export const MemoryStoreMountConnection = builder.connectionObject(
 // ---------------------------------------------------------------------------------------
 // Lists
 
-const pairCursor: CursorFormat<MountRecord> = {
-  tag: 'pair-mounts',
-  kinds: ['number', 'date', 'string'],
-  keyOf: (mount) => [mount.systemManaged ? 0 : 1, mount.createdAt, mount.memoryStoreId],
-};
-
-const storeCursor: CursorFormat<MountRecord> = {
-  tag: 'store-mounts',
-  kinds: ['date', 'string', 'string'],
-  keyOf: (mount) => [mount.createdAt, mount.identityId, mount.templateId],
-};
-
-/** Identity and template ids of a query argument: malformed ones are a request error. */
-function parsePairArguments(args: { identityId: string; templateId: string }) {
-  try {
-    checkPair(args, new IssueList());
-  } catch (error) {
-    if (error instanceof InvalidRequestError) throw invalidRequest(error.message);
-    throw error;
-  }
-  return { identityId: args.identityId, templateId: args.templateId };
-}
-
 builder.queryField('memoryStoreMounts', (t) =>
   t.connection(
     {
@@ -89,11 +65,11 @@ builder.queryField('memoryStoreMounts', (t) =>
         templateId: t.arg.id({ required: true, description: 'A `tmpl_` id.' }),
       },
       resolve: async (_root, args, context) => {
-        const pair = parsePairArguments(args);
-        const window = parseConnectionArguments(pairCursor, args);
+        const pair = { identityId: args.identityId, templateId: args.templateId };
+        const window = parseConnectionArguments(MOUNTS_OF_PAIR.ordering, args);
         const { db, viewer } = context;
-        const page = await listMountsOfPair(db, viewer.workspaceId, pair, window);
-        return toConnection(pairCursor, page, () => countMountsOfPair(db, viewer.workspaceId, pair));
+        const page = await listMountsOfPair(db, viewer, pair, window);
+        return toConnection(MOUNTS_OF_PAIR.ordering, page, () => countMountsOfPair(db, viewer, pair));
       },
     },
     MemoryStoreMountConnection,
@@ -106,9 +82,9 @@ builder.objectFields(MemoryStoreRef, (t) => ({
       type: MemoryStoreMountRef,
       description: 'The (identity, template) pairs mounting this store, in ascending mount time.',
       resolve: async (store, args, context) => {
-        const window = parseConnectionArguments(storeCursor, args);
+        const window = parseConnectionArguments(MOUNTS_OF_STORE.ordering, args);
         const page = await context.loaders.mountsOfStore(window).load(store.id);
-        return toConnection(storeCursor, page, () => context.loaders.mountingPairCount.load(store.id));
+        return toConnection(MOUNTS_OF_STORE.ordering, page, () => context.loaders.mountingPairCount.load(store.id));
       },
     },
     MemoryStoreMountConnection,
@@ -147,13 +123,13 @@ builder.mutationFields((t) => ({
     description: `Mounts an active store on an (identity, template) pair, READ_ONLY. Idempotent: mounting again returns the first mount; mounting the pair's own default store returns its default slot. An archived store, or a pair that already has ${MAX_EXPLICIT_MOUNTS_PER_PAIR} explicit mounts, is a CONFLICT.`,
     args: { input: t.arg({ type: MountMemoryStoreInput, required: true, description: 'The store and the pair.' }) },
     errors: mutationResult('mountMemoryStore', [InvalidRequestError, NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => ({ mount: await mountMemoryStore(db, viewer.workspaceId, input, now) }),
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ mount: await mountMemoryStore(db, viewer, input, now) }),
   }),
   unmountMemoryStore: t.field({
     type: UnmountMemoryStoreSuccess,
     description: 'Unmounts an explicitly mounted store from a pair. Not mounted there: NOT_FOUND; the pair\'s default slot: CONFLICT.',
     args: { input: t.arg({ type: UnmountMemoryStoreInput, required: true, description: 'The store and the pair.' }) },
     errors: mutationResult('unmountMemoryStore', [InvalidRequestError, NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer }) => ({ unmountedMemoryStoreId: await unmountMemoryStore(db, viewer.workspaceId, input) }),
+    resolve: async (_root, { input }, { db, viewer }) => ({ unmountedMemoryStoreId: await unmountMemoryStore(db, viewer, input) }),
   }),
 }));

@@ -1,4 +1,4 @@
-import type { MemorySummary } from '../../domain/memories.js';
+import type { MemorySummary } from '../../domain/memories/records.js';
 import type { MountRecord } from '../../domain/mounts.js';
 import type { SessionRecord } from '../../domain/sessions.js';
 import type { MemoryStoreRecord } from '../../domain/stores.js';

@@ -1,19 +1,20 @@
 import { ConflictError, InvalidRequestError, NotFoundError, PreconditionFailedError } from '../../domain/errors.js';
 import { isIdOfKind } from '../../domain/ids.js';
 import { SANDBOX_MEMORY_ROOT } from '../../domain/limits.js';
-import type { DeletedMemory, MemoryRecord } from '../../domain/memories.js';
+import type { DeletedMemory, MemoryRecord } from '../../domain/memories/records.js';
 import {
   countSessionFiles,
   createSession,
   deleteSessionMemory,
   injectedMountRecord,
   listSessionFiles,
+  SESSION_FILES_ORDER,
   writeSessionMemory,
   type SessionFile,
 } from '../../domain/sessions.js';
 import { builder } from '../builder.js';
 import { mutationResult } from '../errors.js';
-import { parseConnectionArguments, toConnection, type CursorFormat } from '../pagination.js';
+import { parseConnectionArguments, toConnection } from '../pagination.js';
 import { MountAccessEnum } from './mount.js';
 import { MemoryRef, MemoryStoreMountRef, MemoryStoreRef, MemoryVersionRef, SessionRef } from './refs.js';
 
@@ -43,8 +44,6 @@ const SessionFileRef = builder.objectRef<SessionFile>('SessionFile').implement({
   }),
 });
 
-const filesCursor: CursorFormat<SessionFile> = { tag: 'session-files', kinds: ['string'], keyOf: (file) => [file.path] };
-
 builder.node(SessionRef, {
   description: 'The memory side of an agent session of an (identity, template) pair.',
   id: { resolve: (session) => session.id, description: 'The session id: `sesn_` followed by 20 lowercase base36 characters.' },
@@ -59,7 +58,7 @@ builder.node(SessionRef, {
       type: MemoryStoreRef,
       nullable: true,
       description:
-        'The pair\'s system-managed default store at the time: the only store the agent writes to. Null once that store has been deleted (API.md lists this field as non-null; deleteMemoryStore may delete a default store, and a session outlives it).',
+        'The pair\'s system-managed default store at the time: the only store the agent writes to. Null once that store has been deleted (deleteMemoryStore may delete a default store, and a session outlives it).',
       resolve: (session, _args, context) => context.loaders.memoryStore.load(session.defaultMemoryStoreId),
     }),
     memoryInjected: t.boolean({ description: 'Whether stores were injected into the sandbox (false for SELF_HOSTED).', resolve: (session) => session.memoryInjected }),
@@ -75,10 +74,10 @@ builder.node(SessionRef, {
           'The flat folder the agent sees: the injected stores\' memories merged by path, in path (byte) order. Where several stores hold a path, the store mounted earliest wins (the default slot by its creation time; ties by store id).',
         args: { pathPrefix: t.arg.string({ description: 'Only paths starting with this string (a plain prefix).' }) },
         resolve: async (session, args, context) => {
-          const window = parseConnectionArguments(filesCursor, args);
+          const window = parseConnectionArguments(SESSION_FILES_ORDER, args);
           const filter = { pathPrefix: args.pathPrefix ?? undefined };
-          const page = await listSessionFiles(context.db, session, filter, window);
-          return toConnection(filesCursor, page, () => countSessionFiles(context.db, session, filter));
+          const page = await listSessionFiles(context.db, context.viewer, session, filter, window);
+          return toConnection(SESSION_FILES_ORDER, page, () => countSessionFiles(context.db, context.viewer, session, filter));
         },
       },
       { name: 'SessionFileConnection', description: 'A page of session files.' },
@@ -96,7 +95,7 @@ builder.queryField('session', (t) =>
     nullable: true,
     description: 'The session with this id, or null.',
     args: { id: t.arg.id({ required: true, description: 'A `sesn_` id.' }) },
-    resolve: (_root, { id }, context) => (isIdOfKind(id, 'session') ? context.loaders.session.load(id) : null),
+    resolve: (_root, { id }, context) => context.loaders.session.load(id),
   }),
 );
 
@@ -159,7 +158,7 @@ builder.mutationFields((t) => ({
       'Starts a session of a pair. The pair\'s system-managed default store ("System Default Memory", READ_WRITE) is created on first use; MANAGED sessions get all active mounts injected, SELF_HOSTED ones none (memoryInjected false).',
     args: { input: t.arg({ type: CreateSessionInput, required: true, description: 'The pair and its environment.' }) },
     errors: mutationResult('createSession', [InvalidRequestError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => ({ session: await createSession(db, viewer.workspaceId, input, now) }),
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ session: await createSession(db, viewer, input, now) }),
   }),
   writeSessionMemory: t.field({
     type: WriteSessionMemorySuccess,
@@ -167,13 +166,13 @@ builder.mutationFields((t) => ({
       'The agent\'s write: creates or updates the path in the session\'s default store (the only writable one) and replaces the memory\'s metadata with {"source": "agent"}. The version records the session as its author. SELF_HOSTED sessions: FORBIDDEN.',
     args: { input: t.arg({ type: WriteSessionMemoryInput, required: true, description: 'The session, path and content.' }) },
     errors: mutationResult('writeSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
-    resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await writeSessionMemory(db, viewer.workspaceId, input, now) }),
+    resolve: async (_root, { input }, { db, viewer, now }) => ({ memory: await writeSessionMemory(db, viewer, input, now) }),
   }),
   deleteSessionMemory: t.field({
     type: DeleteSessionMemorySuccess,
     description: 'The agent\'s deletion: as deleteMemory, in the session\'s default store, by path. SELF_HOSTED sessions: FORBIDDEN.',
     args: { input: t.arg({ type: DeleteSessionMemoryInput, required: true, description: 'The session and path.' }) },
     errors: mutationResult('deleteSessionMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
-    resolve: (_root, { input }, { db, viewer, now }) => deleteSessionMemory(db, viewer.workspaceId, input, now),
+    resolve: (_root, { input }, { db, viewer, now }) => deleteSessionMemory(db, viewer, input, now),
   }),
 }));

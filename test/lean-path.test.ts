@@ -55,7 +55,7 @@ describe('the lean path for plain JSON operations', () => {
     for (const exchange of cases) {
       const token = exchange.token === undefined ? client.token : exchange.token;
       const lean = await answer({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange);
-      const yoga = await answer({ config: { nodeEnv: 'test', graphiql: false }, fastPath: false }, token, exchange);
+      const yoga = await answer({ config: { nodeEnv: 'test', graphiql: false }, leanPath: false }, token, exchange);
       expect(lean, exchange.name).toEqual(yoga);
     }
   });
@@ -63,8 +63,8 @@ describe('the lean path for plain JSON operations', () => {
   it('answers a rate-limited request and a request past its time limit as Yoga does', async () => {
     const client = await server.newWorkspace();
     const exchange = { body: JSON.stringify({ query: '{ memoryStores { totalCount } }' }) };
-    for (const fastPath of [true, false]) {
-      const options = { config: { nodeEnv: 'test' as const, graphiql: false, rateLimit: { perSecond: 1, burst: 1 } }, fastPath };
+    for (const leanPath of [true, false]) {
+      const options = { config: { nodeEnv: 'test' as const, graphiql: false, rateLimit: { perSecond: 1, burst: 1 } }, leanPath };
       const app = createApp({ ...options, database: server.database.handle });
       const send = () =>
         app.fetch('http://memstore.test/graphql', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${client.token}` }, body: exchange.body });

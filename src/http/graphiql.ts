@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { GraphiQLOptions, Plugin } from 'graphql-yoga';
+import { withoutCorsHeaders } from './cors.js';
 
 /**
  * GraphiQL served entirely by this server: Yoga's default page loads its scripts from a
@@ -117,6 +118,7 @@ export function useGraphiQLAssets(): Plugin {
     onResponse({ request, response }) {
       if (request.method !== 'GET' || !(response.headers.get('content-type') ?? '').startsWith('text/html')) return;
       for (const [name, value] of Object.entries(PAGE_HEADERS)) response.headers.set(name, value);
+      withoutCorsHeaders(response);
     },
     async onRequest({ url, endResponse, fetchAPI }) {
       if (!url.pathname.startsWith(ASSET_ROOT)) return;
@@ -132,4 +134,36 @@ export function useGraphiQLAssets(): Plugin {
       );
     },
   };
+}
+
+const FIRST_QUERY = `# Welcome to memstore. The Authorization header below holds your development key.
+mutation CreateStore {
+  createMemoryStore(input: { name: "project-alpha-memory", description: "Agent knowledge base", metadata: { team: "backend" } }) {
+    __typename
+    ... on CreateMemoryStoreSuccess { memoryStore { id name status metadata createdAt } }
+    ... on Error { code message }
+    ... on InvalidRequestError { issues { field message } }
+  }
+}
+
+query Stores {
+  memoryStores(first: 10) {
+    totalCount
+    edges { node { id name status entryCount totalSize createdAt } }
+  }
+}
+`;
+
+/**
+ * Yoga's GraphiQL setting: off, or the page with a first query to run and — outside
+ * production, for a navigation that may hold it — the development key pre-filled.
+ */
+export function graphiqlSetting(enabled: boolean, developmentKey: string | null | undefined, production: boolean) {
+  if (!enabled) return false as const;
+  return (request: Request) => ({
+    title: 'memstore',
+    defaultQuery: FIRST_QUERY,
+    headers:
+      developmentKey && !production && mayHoldDevelopmentKey(request) ? JSON.stringify({ Authorization: `Bearer ${developmentKey}` }, null, 2) : undefined,
+  });
 }

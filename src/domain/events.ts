@@ -1,0 +1,258 @@
+import { sql, type SQL } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { memories, memoryEvents, memoryStores, memoryVersions } from '../db/schema.js';
+import { InvalidRequestError } from './errors.js';
+
+/**
+ * Live updates are read from an outbox: every change that emits an event inserts its row
+ * into `memory_events` in the change's own transaction (`recordEvent`), so an event exists
+ * exactly when its change committed. Readers never trust a notification; they read the table.
+ *
+ * Positions. An event's position is (`xid`, `id`): the writing transaction's id, then the
+ * row's identity value. Readers only take events whose xid is below the oldest transaction
+ * of this database still running (EVENT_HORIZON, the "horizon"): every such transaction
+ * below it has ended, so that part of the table never changes again, and a reader that has
+ * delivered everything up to a position can never see a new event behind it. A transaction
+ * that took its position first and commits last holds the horizon back, and the events
+ * committed after it wait for it (test/live-out-of-order-commits.test.ts).
+ *
+ * Order within a store: every transaction that writes a store's events locks the store's row
+ * (or inserts it) as its first write, and PostgreSQL gives a transaction its xid at its first
+ * write; the lock is held to commit, so the xids of one store's changes rise in commit order.
+ */
+
+export type MemoryEventKind = (typeof memoryEvents.kind.enumValues)[number];
+
+export interface NewMemoryEvent {
+  workspaceId: string;
+  kind: MemoryEventKind;
+  memoryStoreId: string;
+  memoryId?: string | null;
+  memoryVersionId?: string | null;
+  path?: string | null;
+  previousPath?: string | null;
+  occurredAt: Date;
+}
+
+/** A committed event as streams deliver it. */
+export interface MemoryEventRecord {
+  workspaceId: string;
+  kind: MemoryEventKind;
+  memoryStoreId: string;
+  memoryId: string | null;
+  memoryVersionId: string | null;
+  path: string | null;
+  previousPath: string | null;
+  occurredAt: Date;
+  position: EventPosition;
+}
+
+/** Where an event stands in delivery order. `xid` is a decimal string (xid8 passes 2^53). */
+export interface EventPosition {
+  xid: bigint;
+  id: number;
+}
+
+export function comparePositions(left: EventPosition, right: EventPosition): number {
+  if (left.xid !== right.xid) return left.xid < right.xid ? -1 : 1;
+  return left.id - right.id;
+}
+
+/** Inserts the event of a change, in the change's transaction (the caller awaits it with the change's other statements). */
+export function recordEvent(tx: Database, event: NewMemoryEvent) {
+  return tx.insert(memoryEvents).values({
+    workspaceId: event.workspaceId,
+    kind: event.kind,
+    memoryStoreId: event.memoryStoreId,
+    memoryId: event.memoryId ?? null,
+    memoryVersionId: event.memoryVersionId ?? null,
+    path: event.path ?? null,
+    previousPath: event.previousPath ?? null,
+    occurredAt: event.occurredAt,
+  });
+}
+
+/**
+ * The same insert as a data-modifying CTE body for a one-statement write: one event of
+ * `kind` for each memory row of `source` (a CTE with workspace_id, memory_store_id, id, path
+ * and the version id column `versionId`, timed by `occurredAt`).
+ */
+export function recordEventsOf(source: string, kind: MemoryEventKind, versionId: string, occurredAt: SQL): SQL {
+  return sql`insert into memory_events (workspace_id, kind, memory_store_id, memory_id, memory_version_id, path, occurred_at)
+    select ${sql.raw(`${source}.workspace_id`)}, ${kind}::memory_event_kind, ${sql.raw(`${source}.memory_store_id`)}, ${sql.raw(`${source}.id`)},
+      ${versionId}::text, ${sql.raw(`${source}.path`)}, ${occurredAt} from ${sql.raw(source)}`;
+}
+
+// ---------------------------------------------------------------------------------------
+// Cursors
+
+const CURSOR_PREFIX = 'ev1:';
+
+/** The opaque cursor of an event: its position and its time (for CURSOR_EXPIRED). */
+export function encodeEventCursor(position: EventPosition, occurredAt: Date): string {
+  return Buffer.from(`${CURSOR_PREFIX}${position.xid}:${position.id}:${occurredAt.getTime()}`, 'utf8').toString('base64url');
+}
+
+export interface DecodedCursor {
+  position: EventPosition;
+  occurredAt: Date;
+}
+
+const CURSOR_BODY = /^(\d{1,20}):(\d{1,16}):(\d{1,15})$/;
+
+export function decodeEventCursor(cursor: string): DecodedCursor {
+  const text = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const match = text.startsWith(CURSOR_PREFIX) ? CURSOR_BODY.exec(text.slice(CURSOR_PREFIX.length)) : null;
+  if (!match) throw new InvalidRequestError([{ field: ['after'], message: 'is not a cursor of memoryEvents' }], '`after` is not a cursor of memoryEvents.');
+  return { position: { xid: BigInt(match[1]!), id: Number(match[2]) }, occurredAt: new Date(Number(match[3])) };
+}
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+/** The rows of `db.execute` on either driver. */
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
+}
+
+function eventOf(row: Record<string, unknown>): MemoryEventRecord {
+  return {
+    workspaceId: row.workspace_id as string,
+    kind: row.kind as MemoryEventKind,
+    memoryStoreId: row.memory_store_id as string,
+    memoryId: (row.memory_id as string | null) ?? null,
+    memoryVersionId: (row.memory_version_id as string | null) ?? null,
+    path: (row.path as string | null) ?? null,
+    previousPath: (row.previous_path as string | null) ?? null,
+    occurredAt: new Date(Number(row.occurred_ms)),
+    position: { xid: BigInt(row.xid as string), id: Number(row.id) },
+  };
+}
+
+const EVENT_COLUMNS = sql.raw(
+  'e.workspace_id, e.id, e.xid::text as xid, e.kind, e.memory_store_id, e.memory_id, e.memory_version_id, e.path, e.previous_path, ' +
+    '(extract(epoch from e.occurred_at) * 1000)::float8 as occurred_ms',
+);
+
+/**
+ * The horizon of the statement's snapshot: the oldest transaction still running in it, or
+ * the snapshot's xmax when none runs. Transaction ids belong to the whole PostgreSQL server,
+ * so `pg_snapshot_xmin` would also wait for writing transactions of other databases, which
+ * can never write this database's events (a long one elsewhere would stop every stream
+ * here). A running transaction is left out only when pg_stat_activity shows its id on a
+ * session of another database: a session's database never changes and ids are never
+ * reused, so that is a fact, whenever it was read. Any other (a session of this database,
+ * one that has just ended, one whose details this role may not see) holds the horizon, as
+ * before. Ids compare on their low 32 bits (pg_stat_activity shows `xid`, the snapshot
+ * `xid8`): ids running at once are less than 2^31 apart.
+ */
+const EVENT_HORIZON = sql.raw(`coalesce(
+      (select min(running) from pg_snapshot_xip(pg_current_snapshot()) running
+        where not exists (select 1 from pg_stat_activity other
+          where other.backend_xid is not null and other.datname is distinct from current_database()
+            and other.backend_xid::text = (running::text::numeric % 4294967296)::text)),
+      pg_snapshot_xmax(pg_current_snapshot()))`);
+
+/** Position of "now": before every event a reader will see from here on. */
+export async function currentEventHorizon(db: Database): Promise<EventPosition> {
+  const [row] = rowsOf(await db.execute(sql`select ${EVENT_HORIZON}::text as horizon`));
+  return { xid: BigInt(row!.horizon as string), id: 0 };
+}
+
+/**
+ * The next committed events of every workspace after `after`, in delivery order, at most
+ * `limit`: one statement, whatever the number of streams it feeds.
+ */
+export async function readEventBatch(db: Database, after: EventPosition, limit: number): Promise<MemoryEventRecord[]> {
+  const result = await db.execute(sql`select ${EVENT_COLUMNS} from memory_events e
+    where (e.xid, e.id) > (${after.xid.toString()}::xid8, ${after.id}::bigint)
+      and e.xid < ${EVENT_HORIZON}
+    order by e.xid, e.id limit ${limit}`);
+  return rowsOf(result).map(eventOf);
+}
+
+/** A workspace's committed events after `after` (one store's, when given), for a stream that resumes. */
+export async function readWorkspaceEventsAfter(
+  db: Database,
+  workspaceId: string,
+  memoryStoreId: string | null,
+  after: EventPosition,
+  limit: number,
+): Promise<MemoryEventRecord[]> {
+  const result = await db.execute(sql`select ${EVENT_COLUMNS} from memory_events e
+    where e.workspace_id = ${workspaceId} and (${memoryStoreId}::text is null or e.memory_store_id = ${memoryStoreId}::text)
+      and (e.xid, e.id) > (${after.xid.toString()}::xid8, ${after.id}::bigint)
+      and e.xid < ${EVENT_HORIZON}
+    order by e.xid, e.id limit ${limit}`);
+  return rowsOf(result).map(eventOf);
+}
+
+/** Deletes up to `limit` events older than `before`; resolves with how many it deleted (the sweep repeats while it is `limit`). */
+export async function deleteExpiredEvents(db: Database, before: Date, limit: number): Promise<number> {
+  const result = await db.execute(sql`delete from memory_events where (workspace_id, id) in (
+    select workspace_id, id from memory_events where occurred_at < ${before.toISOString()}::timestamptz limit ${limit}) returning 1`);
+  return rowsOf(result).length;
+}
+
+/** The events of a workspace, in delivery order (tests compare streams with it). */
+export async function listWorkspaceEvents(db: Database, workspaceId: string): Promise<MemoryEventRecord[]> {
+  return readWorkspaceEventsAfter(db, workspaceId, null, { xid: 0n, id: 0 }, 1_000_000);
+}
+
+// ---------------------------------------------------------------------------------------
+// What events are about
+
+// The row types, from the tables (the modules that name them import this one).
+type MemoryStoreRecord = typeof memoryStores.$inferSelect;
+type MemoryRecord = typeof memories.$inferSelect;
+type MemoryVersionRecord = typeof memoryVersions.$inferSelect;
+
+export interface EventSubjects {
+  /** Keyed by `${workspaceId}\0${id}`. */
+  stores: Map<string, MemoryStoreRecord>;
+  memories: Map<string, MemoryRecord>;
+  versions: Map<string, MemoryVersionRecord>;
+}
+
+export function subjectKey(workspaceId: string, id: string): string {
+  return `${workspaceId}\u0000${id}`;
+}
+
+/** Pairs of (workspace, id) as two array parameters, in one statement's text whatever their number. */
+function pairsOf(events: readonly MemoryEventRecord[], idOf: (event: MemoryEventRecord) => string | null): { workspaces: string[]; ids: string[] } {
+  const seen = new Set<string>();
+  const workspaces: string[] = [];
+  const ids: string[] = [];
+  for (const event of events) {
+    const id = idOf(event);
+    if (id === null || seen.has(subjectKey(event.workspaceId, id))) continue;
+    seen.add(subjectKey(event.workspaceId, id));
+    workspaces.push(event.workspaceId);
+    ids.push(id);
+  }
+  return { workspaces, ids };
+}
+
+function pairFilter(table: typeof memoryStores | typeof memories | typeof memoryVersions, pairs: { workspaces: string[]; ids: string[] }): SQL {
+  return sql`(${table.workspaceId}, ${table.id}) in (select * from unnest(${sql.param(pairs.workspaces)}::text[], ${sql.param(pairs.ids)}::text[]))`;
+}
+
+/**
+ * The stores, live memories and versions a batch of events is about, as they are now: at
+ * most three statements for the whole batch, whatever the number of streams it goes to.
+ */
+export async function loadEventSubjects(db: Database, events: readonly MemoryEventRecord[]): Promise<EventSubjects> {
+  const subjects: EventSubjects = { stores: new Map(), memories: new Map(), versions: new Map() };
+  const stores = pairsOf(events, (event) => event.memoryStoreId);
+  const memoryPairs = pairsOf(events, (event) => event.memoryId);
+  const versionPairs = pairsOf(events, (event) => event.memoryVersionId);
+  const [storeRows, memoryRows, versionRows] = await Promise.all([
+    stores.ids.length ? db.select().from(memoryStores).where(pairFilter(memoryStores, stores)) : [],
+    memoryPairs.ids.length ? db.select().from(memories).where(pairFilter(memories, memoryPairs)) : [],
+    versionPairs.ids.length ? db.select().from(memoryVersions).where(pairFilter(memoryVersions, versionPairs)) : [],
+  ]);
+  for (const row of storeRows) subjects.stores.set(subjectKey(row.workspaceId, row.id), row);
+  for (const row of memoryRows) subjects.memories.set(subjectKey(row.workspaceId, row.id), row);
+  for (const row of versionRows) subjects.versions.set(subjectKey(row.workspaceId, row.id), row);
+  return subjects;
+}

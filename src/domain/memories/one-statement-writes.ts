@@ -1,0 +1,125 @@
+import { getTableColumns, sql, type SQL } from 'drizzle-orm';
+import type { Database } from '../../db/client.js';
+import { memories, memoryVersions } from '../../db/schema.js';
+import { recordEventsOf } from '../events.js';
+import { newId } from '../ids.js';
+import { actorColumns, MEMORY_STATE_IN_VERSION, type MemoryOperation } from '../versions.js';
+import type { Writer } from '../viewer.js';
+import { memoryRecordOfRow, sha256Hex, type MemoryRecord } from './records.js';
+
+/**
+ * The common writes in one statement. A new memory, and new content for a memory (with or
+ * without expectedContentSha256), are what agents send all day. Each is tried first as one
+ * statement that takes the same locks in the same order as the transactions of
+ * locked-writes.ts — the store's row, then the memory's, whose newest version FOR UPDATE
+ * reads after any wait — and writes memory, version and counters together, atomically.
+ * When that statement writes nothing (no such memory or store, an archived store, a taken
+ * path, a failed or already-met precondition, a memory changed in the future of this
+ * request's clock), the transaction runs and answers exactly.
+ *
+ * Counters are computed from the store row the statement locks (FOR UPDATE returns its
+ * newest version after any wait), never from the target row as the statement's snapshot
+ * saw it: PostgreSQL checks constraints on the row computed from the snapshot before its
+ * read-committed recheck, so a snapshot total plus a freshly locked size could go negative
+ * and fail a valid write (test/write-counters-race.test.ts).
+ */
+
+const memoryColumns = getTableColumns(memories);
+const versionColumns = getTableColumns(memoryVersions);
+
+/**
+ * `insert into memory_versions (…) select … from <source>`: a version of each memory row of
+ * `source`, copying the columns MEMORY_STATE_IN_VERSION names (as versionValuesFor does).
+ */
+function insertVersionsOf(source: string, version: { id: string; operation: MemoryOperation; sequence: SQL; writer: Writer; createdAt: SQL }): SQL {
+  const author = actorColumns(version.writer.actor);
+  const copied = MEMORY_STATE_IN_VERSION.map(([target, from]) => [versionColumns[target].name, `${source}.${memoryColumns[from].name}`] as const);
+  const names = [
+    ...copied.map(([name]) => name),
+    versionColumns.id.name,
+    versionColumns.operation.name,
+    versionColumns.sequence.name,
+    versionColumns.createdByApiKeyId.name,
+    versionColumns.createdBySessionId.name,
+    versionColumns.createdAt.name,
+  ];
+  return sql`insert into memory_versions (${sql.raw(names.join(', '))})
+    select ${sql.raw(copied.map(([, expression]) => expression).join(', '))}, ${version.id}, ${version.operation}::memory_operation,
+      ${version.sequence}, ${author.apiKeyId}::text, ${author.sessionId}::text, ${version.createdAt} from ${sql.raw(source)}`;
+}
+
+/** The columns of a memory row as memoryRecordOf reads them. */
+const RECORD_COLUMNS = (alias: string) =>
+  sql.raw(
+    `${alias}.workspace_id, ${alias}.id, ${alias}.memory_store_id, ${alias}.path, ${alias}.content, ${alias}.content_size_bytes, ` +
+      `${alias}.content_sha256, ${alias}.metadata::text as metadata, ${alias}.version_sequence, ` +
+      `(extract(epoch from ${alias}.created_at) * 1000)::float8 as created_at, (extract(epoch from ${alias}.updated_at) * 1000)::float8 as updated_at`,
+  );
+
+/** The rows of `db.execute` on either driver. */
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
+}
+
+/** A new memory and its CREATED version, or null when the transaction must answer. */
+export async function createMemoryInOneStatement(
+  db: Database,
+  writer: Writer,
+  input: { memoryStoreId: string; path: string; content: string },
+  metadata: Record<string, string>,
+  now: Date,
+): Promise<MemoryRecord | null> {
+  const contentSizeBytes = Buffer.byteLength(input.content, 'utf8');
+  const at = now.toISOString();
+  const createdVersionId = newId('memoryVersion', now.getTime());
+  const result = await db.execute(sql`
+    with store as (
+      select s.id, s.entry_count, s.total_size from memory_stores s
+      where s.workspace_id = ${writer.workspaceId} and s.id = ${input.memoryStoreId} and s.status = 'active' for update),
+    inserted as (
+      insert into memories (workspace_id, id, memory_store_id, path, content, content_size_bytes, content_sha256, metadata, version_sequence, created_at, updated_at)
+      select ${writer.workspaceId}, ${newId('memory', now.getTime())}, store.id, ${input.path}::text, ${input.content}::text, ${contentSizeBytes}::int,
+        ${sha256Hex(input.content)}::text, ${JSON.stringify(metadata)}::jsonb, 1, ${at}::timestamptz, ${at}::timestamptz from store
+      on conflict (workspace_id, memory_store_id, path) do nothing
+      returning *),
+    version as (${insertVersionsOf('inserted', { id: createdVersionId, operation: 'created', sequence: sql`1`, writer, createdAt: sql.raw('inserted.created_at') })}),
+    event as (${recordEventsOf('inserted', 'memory_created', createdVersionId, sql.raw('inserted.created_at'))}),
+    counters as (
+      update memory_stores s set entry_count = store.entry_count + 1, total_size = store.total_size + inserted.content_size_bytes
+      from inserted, store where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
+    select ${RECORD_COLUMNS('inserted')} from inserted`);
+  const [row] = rowsOf(result);
+  return row ? memoryRecordOfRow(row) : null;
+}
+
+/** New content for a memory and its UPDATED version, or null when the transaction must answer. */
+export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
+  const at = now.toISOString();
+  const updatedVersionId = newId('memoryVersion', now.getTime());
+  const result = await db.execute(sql`
+    with store as (
+      select s.id, s.total_size from memory_stores s
+      where s.workspace_id = ${writer.workspaceId} and s.status = 'active'
+        and s.id = (select m.memory_store_id from memories m where m.workspace_id = ${writer.workspaceId} and m.id = ${id})
+      for update),
+    previous as (
+      select m.* from memories m join store on store.id = m.memory_store_id
+      where m.workspace_id = ${writer.workspaceId} and m.id = ${id}
+      for update of m),
+    updated as (
+      update memories m set content = ${content}::text, content_size_bytes = ${Buffer.byteLength(content, 'utf8')}::int,
+        content_sha256 = ${sha256Hex(content)}::text, version_sequence = previous.version_sequence + 1, updated_at = ${at}::timestamptz
+      from previous
+      where m.workspace_id = previous.workspace_id and m.id = previous.id and previous.updated_at <= ${at}::timestamptz
+        and (${expected ?? null}::text is null or previous.content_sha256 = ${expected ?? null}::text)
+        and previous.content <> ${content}::text
+      returning m.*, previous.content_size_bytes as previous_size),
+    version as (${insertVersionsOf('updated', { id: updatedVersionId, operation: 'updated', sequence: sql.raw('updated.version_sequence'), writer, createdAt: sql.raw('updated.updated_at') })}),
+    event as (${recordEventsOf('updated', 'memory_updated', updatedVersionId, sql.raw('updated.updated_at'))}),
+    counters as (
+      update memory_stores s set total_size = store.total_size + updated.content_size_bytes - updated.previous_size
+      from updated, store where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
+    select ${RECORD_COLUMNS('updated')} from updated`);
+  const [row] = rowsOf(result);
+  return row ? memoryRecordOfRow(row) : null;
+}

@@ -1,0 +1,227 @@
+import { getTableColumns, sql, type SQL } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { memories } from '../db/schema.js';
+import { InvalidRequestError } from './errors.js';
+import { isIdOfKind } from './ids.js';
+import { SEARCH_QUERY_MAX_CHARACTERS, SEARCH_SNIPPET_MAX_LENGTH } from './limits.js';
+import { pathPrefixRange } from './memories/reads.js';
+import { memoryRecordOfRow, type MemorySummary } from './memories/records.js';
+import { characterCount, isStorableText } from './validation.js';
+import type { Viewer } from './viewer.js';
+
+/**
+ * Full-text search over the live memories of a workspace (searchMemories): PostgreSQL's text
+ * search over the generated `memories.search_vector` (drizzle/0004_memory_search.sql, a GIN
+ * index), with the 'simple' configuration on both PGlite and PostgreSQL. The query is
+ * web-search syntax (websearch_to_tsquery): words in any order, "quoted phrases",
+ * -excluded words, `or`. Ranked by ts_rank_cd (cover density; path words weigh more than
+ * content words), then path, then id: a stable order to page by.
+ */
+
+export interface SearchFilter {
+  query: string;
+  memoryStoreId?: string;
+  pathPrefix?: string;
+}
+
+/** Where a page starts: after the hit with this score, path and id. */
+export interface SearchCursor {
+  score: number;
+  path: string;
+  id: string;
+}
+
+export interface TextRange {
+  /** In UTF-16 code units of the snippet's text, end exclusive. */
+  start: number;
+  end: number;
+}
+
+export interface SearchSnippet {
+  text: string;
+  matches: TextRange[];
+}
+
+export interface SearchHit {
+  memory: MemorySummary;
+  score: number;
+  snippet: SearchSnippet;
+}
+
+export interface SearchPage {
+  hits: SearchHit[];
+  /** How many live memories match the whole search. */
+  total: number;
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+}
+
+function refuse(field: string, message: string): never {
+  throw new InvalidRequestError([{ field: [field], message }], `"${field}" ${message}.`);
+}
+
+/** The arguments every transport passes, checked: INVALID_REQUEST for what cannot be a search. */
+export function checkSearchFilter(filter: SearchFilter): void {
+  if (filter.query.trim() === '') refuse('query', 'must contain at least one word');
+  if (characterCount(filter.query) > SEARCH_QUERY_MAX_CHARACTERS) refuse('query', `must be at most ${SEARCH_QUERY_MAX_CHARACTERS} characters`);
+  if (!isStorableText(filter.query)) refuse('query', 'must be valid Unicode without NUL');
+  if (filter.memoryStoreId !== undefined && !isIdOfKind(filter.memoryStoreId, 'memoryStore')) refuse('memoryStoreId', 'must be a `memstore_` id');
+}
+
+const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
+
+/** Separators inside a word that the index reads as spaces ("/" and "." everywhere, "-" in paths). */
+const JOINED_WORD = /^[\p{L}\p{N}_]+(?:[-./][\p{L}\p{N}_]+)+$/u;
+
+/**
+ * The query as the index reads text: a word joined by "/", "." or "-" ("notes/beta.md",
+ * "project-alpha") becomes the phrase of its parts, so it finds the same words in paths and
+ * content; inside quotes the separators become spaces. Everything else is left to
+ * websearch_to_tsquery.
+ */
+export function normalizeSearchQuery(query: string): string {
+  return query
+    .split('"')
+    .map((part, index) => {
+      if (index % 2 === 1) return part.replace(/(?<=[\p{L}\p{N}_])[-./](?=[\p{L}\p{N}_])/gu, ' ');
+      return part
+        .split(/(\s+)/)
+        .map((token) => {
+          const excluded = token.startsWith('-') ? '-' : '';
+          const word = token.slice(excluded.length);
+          return JOINED_WORD.test(word) ? `${excluded}"${word.replace(/[-./]/g, ' ')}"` : token;
+        })
+        .join('');
+    })
+    .join('"');
+}
+
+const tsquery = (query: string) => sql`websearch_to_tsquery('simple'::regconfig, ${normalizeSearchQuery(query)}::text)`;
+
+/**
+ * The words a hit must contain, as the index reads them (lower-cased lexemes, excluded words
+ * left out). A query with none — only punctuation, or only excluded words, which no index
+ * can answer — is INVALID_REQUEST.
+ */
+async function searchedLexemes(db: Database, query: string): Promise<string[]> {
+  const [row] = rowsOf(await db.execute(sql`select querytree(${tsquery(query)}) as tree`));
+  const tree = String(row?.tree ?? 'T');
+  if (tree === 'T' || tree === '') refuse('query', 'must contain at least one word to find (not only excluded words or punctuation)');
+  return [...tree.matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'"));
+}
+
+const memoryColumnNames = Object.values(getTableColumns(memories)).map((column) => column.name);
+
+function conditions(viewer: Viewer, filter: SearchFilter): SQL[] | null {
+  const where = [sql`m.workspace_id = ${viewer.workspaceId}`];
+  if (filter.memoryStoreId !== undefined) where.push(sql`m.memory_store_id = ${filter.memoryStoreId}`);
+  const range = pathPrefixRange(filter.pathPrefix);
+  if (range.kind === 'none') return null;
+  if (range.kind === 'range') {
+    where.push(sql`m.path >= ${range.from}`);
+    if (range.below !== null) where.push(sql`m.path < ${range.below}`);
+  }
+  where.push(sql`m.search_vector @@ q.query`);
+  return where;
+}
+
+/**
+ * One page of hits, best first; `after` continues after a hit of an earlier page. One
+ * statement: the matches are ranked from the index with only their id and path (the content
+ * is read for the page alone), and the same ranked set gives the total and whether a hit
+ * precedes `after`.
+ */
+export async function searchMemories(db: Database, viewer: Viewer, filter: SearchFilter, size: number, after: SearchCursor | null): Promise<SearchPage> {
+  checkSearchFilter(filter);
+  const lexemes = await searchedLexemes(db, filter.query);
+  const where = conditions(viewer, filter);
+  if (!where) return { hits: [], total: 0, hasNextPage: false, hasPreviousPage: false };
+  const beyond = after
+    ? sql`(r.score < ${after.score}::float8 or (r.score = ${after.score}::float8 and (r.path, r.id) > (${after.path}::text collate "C", ${after.id}::text collate "C")))`
+    : sql`true`;
+  const columns = sql.raw(memoryColumnNames.filter((name) => !['metadata', 'created_at', 'updated_at'].includes(name)).map((name) => `m.${name}`).join(', '));
+  const result = await db.execute(sql`
+    with ranked as materialized (
+      select m.id, m.path, ts_rank_cd(m.search_vector, q.query)::float8 as score
+      from memories m, ${tsquery(filter.query)} as q(query)
+      where ${sql.join(where, sql` and `)}),
+    page as (select r.id, r.path, r.score from ranked r where ${beyond} order by r.score desc, r.path asc, r.id asc limit ${size + 1}),
+    stats as (select count(*)::int as total, coalesce(bool_or(not ${beyond}), false) as behind from ranked r)
+    select stats.total, stats.behind, p.score as score, ${columns}, m.metadata::text as metadata,
+      (extract(epoch from m.created_at) * 1000)::float8 as created_at_ms, (extract(epoch from m.updated_at) * 1000)::float8 as updated_at_ms
+    from stats
+      left join page p on true
+      left join memories m on m.workspace_id = ${viewer.workspaceId} and m.id = p.id
+    order by p.score desc nulls last, p.path asc, p.id asc`);
+  const rows = rowsOf(result);
+  const total = Number(rows[0]?.total ?? 0);
+  const hasPreviousPage = after !== null && rows[0]?.behind === true;
+  const found = rows.filter((row) => row.id != null);
+  const hits = found.slice(0, size).map((row) => {
+    const memory: MemorySummary = memoryRecordOfRow(row, { createdAt: 'created_at_ms', updatedAt: 'updated_at_ms' });
+    return { memory, score: Number(row.score), snippet: snippetOf(memory.content!, lexemes) };
+  });
+  return { hits, total, hasNextPage: found.length > size, hasPreviousPage };
+}
+
+// ---------------------------------------------------------------------------------------
+// Snippets
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Where the searched words occur in a text, as the parser splits words: a case-insensitive
+ * match not inside a longer run of letters and digits. Overlapping matches are merged.
+ */
+export function matchRanges(text: string, lexemes: readonly string[]): TextRange[] {
+  const ranges: TextRange[] = [];
+  for (const lexeme of new Set(lexemes)) {
+    if (lexeme === '') continue;
+    const pattern = new RegExp(`(?<![\\p{L}\\p{N}\\p{M}])${escapeRegExp(lexeme)}(?![\\p{L}\\p{N}\\p{M}])`, 'giu');
+    for (const match of text.matchAll(pattern)) ranges.push({ start: match.index, end: match.index + match[0].length });
+  }
+  ranges.sort((left, right) => left.start - right.start || left.end - right.end);
+  const merged: TextRange[] = [];
+  for (const range of ranges) {
+    const last = merged.at(-1);
+    if (last && range.start <= last.end) last.end = Math.max(last.end, range.end);
+    else merged.push({ ...range });
+  }
+  return merged;
+}
+
+const isLowSurrogate = (text: string, index: number) => {
+  const unit = text.charCodeAt(index);
+  return unit >= 0xdc00 && unit <= 0xdfff;
+};
+
+/** How much text before the first match a snippet shows, when there is room. */
+const LEAD_IN = 40;
+
+/**
+ * At most SEARCH_SNIPPET_MAX_LENGTH UTF-16 units of `content` around its best match — the
+ * window holding the most matches, the earliest of those — and the matches inside it;
+ * without a match in the content (the path matched), its beginning. Never splits a
+ * surrogate pair.
+ */
+export function snippetOf(content: string, lexemes: readonly string[]): SearchSnippet {
+  const all = matchRanges(content, lexemes);
+  let start = 0;
+  if (content.length > SEARCH_SNIPPET_MAX_LENGTH && all.length > 0) {
+    let best = -1;
+    for (const anchor of all) {
+      const from = Math.max(0, Math.min(anchor.start - LEAD_IN, content.length - SEARCH_SNIPPET_MAX_LENGTH));
+      const inside = all.filter((range) => range.start >= from && range.end <= from + SEARCH_SNIPPET_MAX_LENGTH).length;
+      if (inside > best) {
+        best = inside;
+        start = from;
+      }
+    }
+  }
+  if (start > 0 && isLowSurrogate(content, start)) start += 1;
+  let end = Math.min(content.length, start + SEARCH_SNIPPET_MAX_LENGTH);
+  if (end < content.length && isLowSurrogate(content, end)) end -= 1;
+  const text = content.slice(start, end);
+  const matches = all.filter((range) => range.start >= start && range.end <= end).map((range) => ({ start: range.start - start, end: range.end - start }));
+  return { text, matches };
+}

@@ -1,0 +1,170 @@
+import { normalizedExecutor } from '@graphql-tools/executor';
+import type { DocumentNode, ExecutionResult, GraphQLError } from 'graphql';
+import { processRegularResult, type Plugin } from 'graphql-yoga';
+import type { Viewer } from '../domain/viewer.js';
+import { selectOperation } from '../graphql/query-cost.js';
+import type { RequestPipeline } from './pipeline.js';
+import { isJsonRequest } from './request-body.js';
+import type { Deadline } from './request-timeout.js';
+
+/**
+ * The lean path for the request every client sends — `POST /graphql` with a JSON object
+ * holding a valid query — straight from the body to graphql's executor: the stages of
+ * pipeline.ts in their order, called directly, without Yoga's per-request machinery; and a
+ * read the compiler covers answered by one statement. Anything else (GET, other content
+ * types, bodies that are not a plain operation, documents that fail to parse or validate)
+ * continues through Yoga with the body already read; so does every response shape not
+ * produced here. Behaviour is the same on both paths: the whole suite runs through this
+ * one, its odd cases through Yoga, and test/pipeline.test.ts holds the two to the same
+ * stages.
+ */
+
+/** The response media types of plain results, in Yoga's order of preference. */
+const RESULT_MEDIA_TYPES = ['application/graphql-response+json', 'application/json'] as const;
+type ResultMediaType = (typeof RESULT_MEDIA_TYPES)[number];
+
+const DATA_OPEN = Buffer.from('{"data":');
+
+
+/** The media type Yoga would answer a plain result with, or null when it would not use JSON. */
+function resultMediaType(request: Request): ResultMediaType | null {
+  // Yoga reads Accept in reverse and lets the last match win: the first listed type decides.
+  const accepted = (request.headers.get('accept') || '*/*').replace(/\s/g, '').toLowerCase().split(',').reverse();
+  let chosen: ResultMediaType | null = null;
+  for (const entry of accepted) {
+    const [mediaType, ...parameters] = entry.split(';');
+    const charset = parameters.find((parameter) => parameter.includes('charset=')) ?? 'charset=utf-8';
+    if (charset !== 'charset=utf-8' || mediaType === undefined) continue;
+    const [type, subtype] = mediaType.split('/');
+    for (const candidate of RESULT_MEDIA_TYPES) {
+      const [candidateType, candidateSubtype] = candidate.split('/');
+      if ((type === '*' || type === candidateType) && (subtype === '*' || subtype === candidateSubtype)) chosen = candidate;
+    }
+  }
+  return chosen;
+}
+
+interface PlainOperation {
+  query: string;
+  variables: Record<string, unknown> | undefined;
+  operationName: string | undefined;
+}
+
+const OPERATION_KEYS = new Set(['query', 'documentId', 'variables', 'operationName', 'extensions']);
+
+/**
+ * The body as a plain operation — its document text from the query, or from the trusted
+ * document its documentId names — or null for anything Yoga should judge. Throws the
+ * request error of a documentId that names no trusted document, or of a query text where
+ * only trusted documents may run.
+ */
+function plainOperation(pipeline: RequestPipeline, body: unknown): PlainOperation | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  if (Object.keys(body).some((key) => !OPERATION_KEYS.has(key))) return null;
+  const { variables, operationName, extensions } = body as Record<string, unknown>;
+  if (variables != null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
+  if (operationName != null && typeof operationName !== 'string') return null;
+  if (extensions != null && (typeof extensions !== 'object' || Array.isArray(extensions))) return null;
+  const query = pipeline.documentOf((body as Record<string, unknown>).query, (body as Record<string, unknown>).documentId);
+  if (typeof query !== 'string') return null;
+  return { query, variables: (variables ?? undefined) as Record<string, unknown> | undefined, operationName: operationName || undefined };
+}
+
+export function useLeanPath(pipeline: RequestPipeline): Plugin {
+  const respond = (request: Request, result: ExecutionResult, mediaType: ResultMediaType, fetchAPI: { Response: typeof Response }) => {
+    if (result.errors?.length) result = { ...result, errors: pipeline.mask(request, result.errors) };
+    const extensions = pipeline.extensions(request);
+    if (extensions) result = { ...result, extensions: { ...result.extensions, ...extensions } };
+    return processRegularResult(result, fetchAPI as never, mediaType) as Response;
+  };
+
+  return {
+    async onRequest({ request, url, endResponse, setRequest, fetchAPI }) {
+      if (request.method !== 'POST' || url.pathname !== '/graphql' || !isJsonRequest(request)) return;
+      const mediaType = resultMediaType(request);
+      if (mediaType === null) return;
+
+      let text: string;
+      try {
+        text = await pipeline.readBody(request);
+      } catch (error) {
+        endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+        return;
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // Not JSON: Yoga says so.
+      }
+      let operation: PlainOperation | null = null;
+      try {
+        operation = body === undefined ? null : plainOperation(pipeline, body);
+      } catch (error) {
+        endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+        return;
+      }
+      const document = operation ? validDocument(pipeline, request, operation.query) : null;
+      const selected = document ? selectOperation(document, operation!.operationName) : null;
+      if (!operation || !document || !selected || selected.operation === 'subscription') {
+        const replacement = new fetchAPI.Request(request.url, { method: 'POST', headers: request.headers, body: text });
+        pipeline.states.adopt(request, replacement);
+        setRequest(replacement);
+        return;
+      }
+
+      let deadline: Deadline | undefined;
+      try {
+        await pipeline.admit(request);
+        const refusal = pipeline.cost(request, document, selected, operation.variables);
+        if (refusal) {
+          endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
+          return;
+        }
+        const limit = (deadline = pipeline.deadline(request));
+        // A read the compiler covers identifies the key and answers in one statement.
+        const compiled = pipeline.compile(document, selected, operation.variables);
+        let viewer: Viewer | undefined;
+        if (compiled) {
+          const answer = await limit.within(() => pipeline.compiledRead(request, compiled));
+          // The time ran out: its error is the answer.
+          if (!('viewer' in answer)) {
+            endResponse(respond(request, answer, mediaType, fetchAPI));
+            return;
+          }
+          if (answer.data !== null) {
+            // The answer's JSON goes out as the database wrote it, between its two keys.
+            const close = `,"extensions":${JSON.stringify(pipeline.extensions(request))}}`;
+            const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
+            endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));
+            return;
+          }
+          // A key the access policy does not let read all of it: the resolvers answer.
+          viewer = answer.viewer;
+        }
+        const known = viewer;
+        const result = await limit.within(async () =>
+          pipeline.execute(request, known ?? (await pipeline.identify(request)), selected, async (contextValue) =>
+            (await normalizedExecutor({ schema: pipeline.schema, document, contextValue, variableValues: operation.variables, operationName: operation.operationName })) as ExecutionResult,
+          ),
+        );
+        endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
+      } catch (error) {
+        endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+      } finally {
+        deadline?.clear();
+      }
+    },
+  };
+}
+
+/** The parsed, valid document for a query text, or null when Yoga should report its errors. */
+function validDocument(pipeline: RequestPipeline, request: Request, query: string): DocumentNode | null {
+  let document: DocumentNode;
+  try {
+    document = pipeline.parse(request, query);
+  } catch {
+    return null;
+  }
+  return pipeline.validate(request, document).length === 0 ? document : null;
+}

@@ -1,0 +1,243 @@
+import { GraphQLError, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type Source } from 'graphql';
+import type { Context, ContextFactory } from '../context.js';
+import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
+import type { Viewer } from '../domain/viewer.js';
+import { createParseCache } from '../graphql/document-cache.js';
+import { maskError } from '../graphql/error-masking.js';
+import { estimateCost, parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
+import { compileRead, type CompiledRead } from '../read-compiler/compile.js';
+import type { Logger } from '../logger.js';
+import { credentialsOf, Gate, unauthenticated, type Credentials } from './authentication.js';
+import type { KeyRateLimiter } from './rate-limit.js';
+import { readBodyText } from './request-body.js';
+import { PersistedDocuments } from './persisted-documents.js';
+import { logErrors, logResponse, RequestStates, type RequestState } from './request-log.js';
+import { startDeadline, type Deadline } from './request-timeout.js';
+import type { Telemetry } from './telemetry.js';
+
+/**
+ * The stages every GraphQL request passes, in this order, declared once: each is one
+ * function of the pipeline below, and both paths a request can take call the same
+ * functions — the Yoga pipeline through the plugins of yoga-stages.ts, the lean path
+ * (lean-path.ts) directly. test/pipeline.test.ts sends the same requests down both and
+ * fails when a stage runs on one path only. A compiled read is one stage standing for two:
+ * its statement identifies the key and answers (`compiledRead` for `identify` and `execute`).
+ */
+export const REQUEST_STAGES = [
+  /** The request's id and arrival time (request-log.ts); its span, when tracing (telemetry.ts). */
+  'arrive',
+  /** The body, up to MAX_REQUEST_BODY_BYTES; a larger one is drained within bounds and answered 413 (request-body.ts). */
+  'readBody',
+  /** The document, up to MAX_QUERY_TOKENS, from one byte-bounded cache (query-limits.ts). */
+  'parse',
+  /** GraphQL's rules, the depth, alias and directive limits, and introspection when off (query-limits.ts). */
+  'validate',
+  /** Credentials of the right form, then one of the key's requests: 401 and 429 before any work (authentication.ts). */
+  'admit',
+  /** Variables coerced, and the operation's cost under MAX_QUERY_COST (query-cost.ts): reported in `extensions.cost`; the operation's span. */
+  'cost',
+  /** The time limit, counted from arrival (request-timeout.ts); the statements under it are timed and traced (telemetry.ts). */
+  'deadline',
+  /** The key behind the credentials: unknown or revoked, 401 (authentication.ts). */
+  'identify',
+  /** Execution: queries in one read snapshot, every answer within the response budget. */
+  'execute',
+  /** One statement that identifies the key and answers the query (read-compiler/). */
+  'compiledRead',
+  /** What clients may see of errors, and the log lines of the unexpected ones (error-masking.ts). */
+  'mask',
+  /** The response's X-Request-ID, the request's log line (request-log.ts), its metrics and the end of its spans (telemetry.ts). */
+  'depart',
+] as const;
+
+export type StageName = (typeof REQUEST_STAGES)[number];
+
+export interface PipelineOptions {
+  schema: GraphQLSchema;
+  introspection: boolean;
+  maxBodyBytes: number;
+  timeoutMs: number;
+  db: Database;
+  contexts: ContextFactory;
+  rateLimiter: KeyRateLimiter | null;
+  logger: Logger;
+  /** Compiled reads need a statement runner; without one every read goes to the resolvers. */
+  run?: RunStatement;
+  runRaw?: RunStatementRaw;
+  /** Called as each stage starts (tests follow the stages a request takes). */
+  onStage?: (request: Request, stage: StageName) => void;
+  /** The trusted documents clients may name by documentId (and, in only-mode, must). */
+  persistedDocuments?: PersistedDocuments | null;
+  /** Metrics and traces, told of each request at its stages (telemetry.ts); null when both are off. */
+  telemetry?: Telemetry | null;
+}
+
+export interface RequestPipeline {
+  readonly schema: GraphQLSchema;
+  readonly maxBodyBytes: number;
+  readonly states: RequestStates;
+  arrive(request: Request): RequestState;
+  readBody(request: Request): Promise<string>;
+  /**
+   * The document text a request's parameters ask for: its query, or the trusted document its
+   * documentId names. Throws a request error for an unknown id, or for a query text when
+   * only trusted documents may run.
+   */
+  documentOf(query: unknown, documentId: unknown): unknown;
+  /** Throws the parse error (GRAPHQL_PARSE_FAILED, or QUERY_TOO_COMPLEX past the token limit). */
+  parse(request: Request, source: string | Source): DocumentNode;
+  validate(request: Request, document: DocumentNode): readonly GraphQLError[];
+  admit(request: Request): Promise<Credentials>;
+  cost(request: Request, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): GraphQLError[] | null;
+  deadline(request: Request): Deadline;
+  identify(request: Request): Promise<Viewer>;
+  /** Runs the operation with the viewer's context: a query in a read snapshot; the answer settled against its budget. */
+  execute(request: Request, viewer: Viewer, operation: OperationDefinitionNode, run: (context: Context) => Promise<ExecutionResult>): Promise<ExecutionResult>;
+  /**
+   * Runs a Forward REST request's work (http/forward-rest.ts) with the viewer's context, as
+   * `execute` runs an operation: in one read snapshot when `inSnapshot` (a read of several statements).
+   */
+  perform<T>(request: Request, viewer: Viewer, inSnapshot: boolean, work: (context: Context) => Promise<T>): Promise<T>;
+  /** The compiled form of a read, or null when the resolvers answer. */
+  compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null;
+  /**
+   * Runs a compiled read with the request's key: the answer's `data` as JSON text, or null
+   * when the access policy leaves this key's answer to the resolvers (`viewer` is then the
+   * key, identified). Throws UNAUTHENTICATED for a token no key has.
+   */
+  compiledRead(request: Request, compiled: CompiledRead): Promise<{ viewer: Viewer; data: string | Uint8Array | null }>;
+  mask(request: Request, errors: readonly GraphQLError[]): GraphQLError[];
+  /** The response's `extensions`: the operation's estimated cost and the limit, once estimated. */
+  extensions(request: Request): { cost: CostEstimate } | undefined;
+  depart(request: Request, response: Response): void;
+}
+
+/** Without a manifest: every query runs, and no documentId names a document. */
+const NO_PERSISTED_DOCUMENTS = PersistedDocuments.fromManifest({}, false);
+
+export function createPipeline(options: PipelineOptions): RequestPipeline {
+  const { schema, introspection, logger, contexts } = options;
+  const states = new RequestStates();
+  const gate = new Gate(options.db, options.rateLimiter);
+  const stage = options.onStage ?? (() => {});
+  const telemetry = options.telemetry ?? null;
+  // Parsed documents (or their parse errors) by query text, bounded by bytes, for both paths.
+  // Documents are immutable, so sharing them is safe.
+  const documents = createParseCache();
+  const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
+
+  return {
+    schema,
+    maxBodyBytes: options.maxBodyBytes,
+    states,
+    arrive(request) {
+      stage(request, 'arrive');
+      const state = states.of(request);
+      telemetry?.arrive(request, state);
+      return state;
+    },
+    documentOf(query, documentId) {
+      return (options.persistedDocuments ?? NO_PERSISTED_DOCUMENTS).documentOf(query, documentId);
+    },
+    readBody(request) {
+      stage(request, 'readBody');
+      return readBodyText(request, options.maxBodyBytes);
+    },
+    parse(request, source) {
+      stage(request, 'parse');
+      const text = typeof source === 'string' ? source : source.body;
+      let parsed = documents.get(text);
+      if (parsed === undefined) {
+        try {
+          parsed = parseWithLimits(source);
+        } catch (error) {
+          if (!(error instanceof GraphQLError)) throw error;
+          parsed = error;
+        }
+        documents.set(text, parsed);
+      }
+      if (parsed instanceof GraphQLError) throw parsed;
+      return parsed;
+    },
+    validate(request, document) {
+      stage(request, 'validate');
+      let errors = validations.get(document);
+      if (!errors) validations.set(document, (errors = validateDocument(schema, document, introspection)));
+      return errors;
+    },
+    async admit(request) {
+      stage(request, 'admit');
+      const state = states.of(request);
+      // Once per request, whichever path it takes.
+      if (state.credentials) return state.credentials;
+      const credentials = credentialsOf(request);
+      const rateLimit = await gate.admit(credentials);
+      if (rateLimit) state.rateLimit = rateLimit;
+      state.credentials = credentials;
+      return credentials;
+    },
+    cost(request, document, operation, variables) {
+      stage(request, 'cost');
+      const state = states.of(request);
+      state.operationName = operation.name?.value ?? null;
+      state.operationType = operation.operation;
+      telemetry?.operation(state);
+      const { cost, errors } = estimateCost(schema, document, operation, variables, introspection);
+      if (cost) state.cost = cost;
+      return errors;
+    },
+    deadline(request) {
+      stage(request, 'deadline');
+      const state = states.of(request);
+      return startDeadline(options.timeoutMs, performance.now() - state.startedAt, request.signal, telemetry?.statements(state));
+    },
+    async identify(request) {
+      stage(request, 'identify');
+      const state = states.of(request);
+      if (!state.credentials) throw unauthenticated();
+      return (state.viewer = await gate.viewer(state.credentials));
+    },
+    async execute(request, viewer, operation, run) {
+      stage(request, 'execute');
+      const context = contexts.forViewer(states.of(request).id, viewer);
+      const result = operation.operation === 'query' ? await contexts.inSnapshot(context, run) : await run(context);
+      return context.budget.settle(result);
+    },
+    perform(request, viewer, inSnapshot, work) {
+      stage(request, 'execute');
+      const context = contexts.forViewer(states.of(request).id, viewer);
+      return inSnapshot ? contexts.inSnapshot(context, work) : work(context);
+    },
+    compile(document, operation, variables) {
+      return options.run ? compileRead(schema, document, operation, variables, options.run, options.runRaw) : null;
+    },
+    async compiledRead(request, compiled) {
+      stage(request, 'compiledRead');
+      const state = states.of(request);
+      if (!state.credentials) throw unauthenticated();
+      const answer = await compiled(state.credentials.tokenSha256);
+      if (answer === null) throw unauthenticated();
+      state.viewer = answer.viewer;
+      return answer;
+    },
+    mask(request, errors) {
+      stage(request, 'mask');
+      const masked = errors.map((error) => maskError(error));
+      const state = states.of(request);
+      const code = masked[0]?.extensions?.code;
+      if (state.errorCode === undefined && typeof code === 'string') state.errorCode = code;
+      logErrors(logger, state.id, masked);
+      return masked;
+    },
+    extensions(request) {
+      const { cost } = states.of(request);
+      return cost ? { cost } : undefined;
+    },
+    depart(request, response) {
+      stage(request, 'depart');
+      const state = states.of(request);
+      logResponse(logger, state, request, response);
+      telemetry?.depart(request, response, state);
+    },
+  };
+}

@@ -1,0 +1,387 @@
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
+import { getTableColumns } from 'drizzle-orm';
+import { Kind, valueFromASTUntyped, type DocumentNode, type FieldNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import { memories, memoryStores, memoryVersions } from '../db/schema.js';
+import type { WorkspaceAction } from '../domain/access.js';
+import { isIdOfKind, type IdKind } from '../domain/ids.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
+import { isMemoryCountKept, pathPrefixRange, type PathRange } from '../domain/memories/reads.js';
+import { MEMORY_LISTS, type MemoryOrder } from '../domain/memories/records.js';
+import type { KeysetOrdering } from '../domain/pagination.js';
+import { MEMORY_STORE_LIST } from '../domain/stores.js';
+import { isVersionCountKept, VERSIONS_OF_MEMORY } from '../domain/versions.js';
+import { EXPOSED_FIELDS, type ExposedField } from '../graphql/exposed-fields.js';
+
+/**
+ * The plan step of a compiled read: from a query's selection to a typed plan of what to
+ * read — objects, their exposed fields (graphql/exposed-fields.ts), connections paged
+ * forward with `first`, their counts — with no SQL in it (sql.ts writes the statement).
+ * Covered: stores, their memories and the memories' versions, from `memoryStores`,
+ * `memoryStore(id)` and `memory(id)`; plain fields, `edges { node }`, `pageInfo
+ * { hasNextPage hasPreviousPage }`, `totalCount`, `__typename`, fragments on the very type.
+ * Anything else — another field, a cursor, an argument beyond `first` and the plain
+ * filters, a directive, a repeated response key — makes planRead return null, and the
+ * resolvers answer.
+ */
+
+/** Where a value goes in the answer: its key (an alias, or the field's name). */
+export interface ResponseKey {
+  name: string;
+  alias: string | null;
+}
+
+export type ObjectTypeName = keyof typeof EXPOSED_FIELDS;
+
+export interface ObjectPlan {
+  typeName: ObjectTypeName;
+  fields: ObjectFieldPlan[];
+}
+
+export type ObjectFieldPlan =
+  | { key: ResponseKey; kind: 'typename'; typeName: string }
+  | { key: ResponseKey; kind: 'exposed'; field: ExposedField }
+  | { key: ResponseKey; kind: 'connection'; connection: ConnectionPlan };
+
+export interface ConnectionPlan {
+  typeName: string;
+  edgeTypeName: string;
+  table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn };
+  /** The column that holds the parent row's id, or null for a list at the root. */
+  parentColumn: AnyPgColumn | null;
+  ordering: KeysetOrdering<unknown>;
+  size: number;
+  /** The memories' path prefix, as the one rule of domain/memories/reads.ts reads it (null: no such filter). */
+  pathFilter: { column: AnyPgColumn; range: PathRange } | null;
+  /** The parent's column that holds totalCount (a counter kept with every write), or null when it must be counted. */
+  keptCount: AnyPgColumn | null;
+  /** The columns the page's rows carry: what the node fields read, the keys, the id, nested counters. */
+  columns: AnyPgColumn[];
+  fields: ConnectionFieldPlan[];
+}
+
+export type ConnectionFieldPlan =
+  | { key: ResponseKey; kind: 'typename'; typeName: string }
+  | { key: ResponseKey; kind: 'totalCount' }
+  | { key: ResponseKey; kind: 'pageInfo'; fields: { key: ResponseKey; kind: 'typename' | 'hasNextPage' | 'hasPreviousPage' }[] }
+  | { key: ResponseKey; kind: 'edges'; fields: ({ key: ResponseKey; kind: 'typename' } | { key: ResponseKey; kind: 'node'; object: ObjectPlan })[] };
+
+export type RootFieldPlan =
+  | { key: ResponseKey; kind: 'typename' }
+  | { key: ResponseKey; kind: 'list'; connection: ConnectionPlan }
+  | { key: ResponseKey; kind: 'single'; table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn }; id: string; object: ObjectPlan }
+  /** An id of another kind, or no id at all: null without asking the database, as the resolvers answer. */
+  | { key: ResponseKey; kind: 'none' };
+
+export interface ReadPlan {
+  fields: RootFieldPlan[];
+  /** What the answer reads, for the access policy: the kinds of key that may take all of them get the data. */
+  actions: WorkspaceAction[];
+  /** The answer's size at worst, in bytes. */
+  worstBytes: number;
+}
+
+/** `json_build_object` takes at most 100 arguments: 50 keys an object. */
+export const MAX_KEYS_PER_OBJECT = 50;
+
+/** Ids, numbers, instants, enums, names of types, and each field's key. */
+const SHORT_FIELD_BYTES = 80;
+
+/** Thrown inside the planner for anything it does not cover; planRead answers null. */
+class Unsupported extends Error {}
+
+function unsupported(): never {
+  throw new Unsupported();
+}
+
+/** The lists a plan can read, each with the arguments it takes and how it reads them. */
+interface ListSpec {
+  typeName: string;
+  edgeTypeName: string;
+  table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn };
+  node: ObjectTypeName;
+  parentColumn: AnyPgColumn | null;
+  action: WorkspaceAction;
+  /** The arguments besides the paging ones. */
+  filters: readonly string[];
+  ordering(args: Record<string, unknown>): KeysetOrdering<unknown>;
+  pathFilter(args: Record<string, unknown>): { column: AnyPgColumn; range: PathRange } | null;
+  /** The parent's counter that answers totalCount under these arguments, if one does. */
+  keptCount(args: Record<string, unknown>): AnyPgColumn | null;
+}
+
+const PAGING = ['first', 'last', 'after', 'before'];
+
+const STORES: ListSpec = {
+  typeName: 'MemoryStoreConnection',
+  edgeTypeName: 'MemoryStoreEdge',
+  table: memoryStores,
+  node: 'MemoryStore',
+  parentColumn: null,
+  action: { type: 'memoryStores.read' },
+  filters: [],
+  ordering: () => MEMORY_STORE_LIST.ordering as KeysetOrdering<unknown>,
+  pathFilter: () => null,
+  keptCount: () => null,
+};
+
+const MEMORIES_OF_STORE: ListSpec = {
+  typeName: 'MemoryConnection',
+  edgeTypeName: 'MemoryEdge',
+  table: memories,
+  node: 'Memory',
+  parentColumn: memories.memoryStoreId,
+  action: { type: 'memories.read' },
+  filters: ['orderBy', 'pathPrefix'],
+  ordering: (args) => {
+    const order = (args.orderBy ?? 'PATH_ASC') as MemoryOrder;
+    if (!Object.hasOwn(MEMORY_LISTS, order)) unsupported();
+    return MEMORY_LISTS[order].ordering as KeysetOrdering<unknown>;
+  },
+  pathFilter: (args) => {
+    if (args.pathPrefix != null && typeof args.pathPrefix !== 'string') unsupported();
+    const range = pathPrefixRange((args.pathPrefix as string | null | undefined) ?? undefined);
+    return range.kind === 'all' ? null : { column: memories.path, range };
+  },
+  keptCount: (args) => (isMemoryCountKept({ pathPrefix: (args.pathPrefix as string | null | undefined) ?? undefined }) ? memoryStores.entryCount : null),
+};
+
+const VERSIONS_OF_A_MEMORY: ListSpec = {
+  typeName: 'MemoryVersionConnection',
+  edgeTypeName: 'MemoryVersionEdge',
+  table: memoryVersions,
+  node: 'MemoryVersion',
+  parentColumn: memoryVersions.memoryId,
+  action: { type: 'memoryVersions.read' },
+  // Only paging arguments: no filter, so the version sequence is the count.
+  filters: [],
+  ordering: () => VERSIONS_OF_MEMORY.ordering as KeysetOrdering<unknown>,
+  pathFilter: () => null,
+  keptCount: () => (isVersionCountKept({}) ? memories.versionSequence : null),
+};
+
+/** The connections nested in each type. */
+const NESTED_LISTS: Record<ObjectTypeName, Record<string, ListSpec>> = {
+  MemoryStore: { memories: MEMORIES_OF_STORE },
+  Memory: { versions: VERSIONS_OF_A_MEMORY },
+  MemoryVersion: {},
+};
+
+/** Objects the root fetches by id. */
+const SINGLES: Record<string, { node: ObjectTypeName; table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn }; kind: IdKind; action: WorkspaceAction }> = {
+  memoryStore: { node: 'MemoryStore', table: memoryStores, kind: 'memoryStore', action: { type: 'memoryStores.read' } },
+  memory: { node: 'Memory', table: memories, kind: 'memory', action: { type: 'memories.read' } },
+};
+
+const OBJECT_ACTIONS: Record<ObjectTypeName, WorkspaceAction> = {
+  MemoryStore: { type: 'memoryStores.read' },
+  Memory: { type: 'memories.read' },
+  MemoryVersion: { type: 'memoryVersions.read' },
+};
+
+function keyOf(field: FieldNode): ResponseKey {
+  return { name: field.name.value, alias: field.alias?.value ?? null };
+}
+
+class Planner {
+  /** How many times the field being planned can appear in the answer (the pages around it). */
+  private multiplicity = 1;
+  worstBytes = 0;
+  readonly actions = new Map<string, WorkspaceAction>();
+
+  constructor(
+    private readonly document: DocumentNode,
+    private readonly variables: Record<string, unknown>,
+  ) {}
+
+  /** The fields of a selection set on `typeName`, by response key; fragments of that very type are inlined. */
+  private fields(selectionSet: SelectionSetNode | undefined, typeName: string, into = new Map<string, FieldNode>()): FieldNode[] {
+    if (!selectionSet) unsupported();
+    for (const selection of selectionSet.selections) {
+      if (selection.directives?.length) unsupported();
+      if (selection.kind === Kind.FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        // The same key twice must be merged as GraphQL does: left to the resolvers.
+        if (into.has(key)) unsupported();
+        into.set(key, selection);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        if (selection.typeCondition && selection.typeCondition.name.value !== typeName) unsupported();
+        this.fields(selection.selectionSet, typeName, into);
+      } else {
+        const fragment = this.document.definitions.find(
+          (definition) => definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === selection.name.value,
+        );
+        if (!fragment || fragment.kind !== Kind.FRAGMENT_DEFINITION || fragment.typeCondition.name.value !== typeName || fragment.directives?.length) {
+          unsupported();
+        }
+        this.fields(fragment.selectionSet, typeName, into);
+      }
+    }
+    if (into.size > MAX_KEYS_PER_OBJECT) unsupported();
+    return [...into.values()];
+  }
+
+  private arguments(field: FieldNode): Record<string, unknown> {
+    const args: Record<string, unknown> = {};
+    for (const argument of field.arguments ?? []) args[argument.name.value] = valueFromASTUntyped(argument.value, this.variables);
+    return args;
+  }
+
+  private needs(action: WorkspaceAction): void {
+    this.actions.set(action.type, action);
+  }
+
+  object(typeName: ObjectTypeName, selectionSet: SelectionSetNode | undefined): ObjectPlan {
+    this.needs(OBJECT_ACTIONS[typeName]);
+    const fields: ObjectFieldPlan[] = [];
+    for (const field of this.fields(selectionSet, typeName)) {
+      const name = field.name.value;
+      const key = keyOf(field);
+      if (name === '__typename') {
+        this.worstBytes += this.multiplicity * SHORT_FIELD_BYTES;
+        fields.push({ key, kind: 'typename', typeName });
+        continue;
+      }
+      const list = NESTED_LISTS[typeName][name];
+      if (list) {
+        this.worstBytes += this.multiplicity * SHORT_FIELD_BYTES;
+        if (!field.selectionSet) unsupported();
+        fields.push({ key, kind: 'connection', connection: this.connection(list, field) });
+        continue;
+      }
+      const exposed = EXPOSED_FIELDS[typeName][name];
+      // Plain fields take no arguments and select nothing.
+      if (!exposed || field.arguments?.length || field.selectionSet) unsupported();
+      this.worstBytes += this.multiplicity * exposed.worstBytes;
+      fields.push({ key, kind: 'exposed', field: exposed });
+    }
+    return { typeName, fields };
+  }
+
+  /** Plans what each of a page's `size` items holds. */
+  private pageOf<T>(size: number, plan: () => T): T {
+    const outer = this.multiplicity;
+    this.multiplicity *= size;
+    try {
+      return plan();
+    } finally {
+      this.multiplicity = outer;
+    }
+  }
+
+  /** A connection page: the rows of `list` (under the parent row, if any), forward from the start. */
+  connection(list: ListSpec, field: FieldNode): ConnectionPlan {
+    this.needs(list.action);
+    const args = this.arguments(field);
+    for (const [name, given] of Object.entries(args)) if (given != null && !PAGING.includes(name) && !list.filters.includes(name)) unsupported();
+    for (const name of ['last', 'after', 'before']) if (args[name] != null) unsupported();
+    const size = args.first ?? DEFAULT_PAGE_SIZE;
+    // Out-of-range sizes are refused by the resolvers, with their message.
+    if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) unsupported();
+    const ordering = list.ordering(args);
+    const fields: ConnectionFieldPlan[] = [];
+    let node: ObjectPlan | null = null;
+    for (const connectionField of this.fields(field.selectionSet, list.typeName)) {
+      const name = connectionField.name.value;
+      const key = keyOf(connectionField);
+      if (connectionField.arguments?.length) unsupported();
+      if (name === '__typename') fields.push({ key, kind: 'typename', typeName: list.typeName });
+      else if (name === 'totalCount') fields.push({ key, kind: 'totalCount' });
+      else if (name === 'pageInfo') {
+        const info = this.fields(connectionField.selectionSet, 'PageInfo').map((infoField) => {
+          const infoName = infoField.name.value;
+          if (infoField.arguments?.length) unsupported();
+          if (infoName !== 'hasNextPage' && infoName !== 'hasPreviousPage' && infoName !== '__typename') unsupported();
+          return { key: keyOf(infoField), kind: infoName === '__typename' ? ('typename' as const) : (infoName as 'hasNextPage' | 'hasPreviousPage') };
+        });
+        fields.push({ key, kind: 'pageInfo', fields: info });
+      } else if (name === 'edges') {
+        const edge = this.fields(connectionField.selectionSet, list.edgeTypeName).map((edgeField) => {
+          if (edgeField.arguments?.length) unsupported();
+          if (edgeField.name.value === '__typename') return { key: keyOf(edgeField), kind: 'typename' as const };
+          if (edgeField.name.value !== 'node') unsupported();
+          const object = this.pageOf(size, () => this.object(list.node, edgeField.selectionSet));
+          node ??= object;
+          return { key: keyOf(edgeField), kind: 'node' as const, object };
+        });
+        fields.push({ key, kind: 'edges', fields: edge });
+      } else unsupported();
+    }
+    return {
+      typeName: list.typeName,
+      edgeTypeName: list.edgeTypeName,
+      table: list.table,
+      parentColumn: list.parentColumn,
+      ordering,
+      size,
+      pathFilter: list.pathFilter(args),
+      keptCount: list.parentColumn ? list.keptCount(args) : null,
+      columns: this.pageColumns(list, ordering, fields),
+      fields,
+    };
+  }
+
+  /**
+   * The columns the page's rows carry through its subqueries: the id (nested lists join on
+   * it), the sort keys, and what the nodes' fields read (their columns, the counters of
+   * nested counts, the redaction that withholds content) — content, up to 100 KiB a row,
+   * only when it is selected.
+   */
+  private pageColumns(list: ListSpec, ordering: KeysetOrdering<unknown>, fields: ConnectionFieldPlan[]): AnyPgColumn[] {
+    const needed = new Map<string, AnyPgColumn>();
+    const add = (column: AnyPgColumn) => needed.set(column.name, column);
+    add(list.table.id);
+    for (const key of ordering.keys) add(key.column as AnyPgColumn);
+    for (const field of fields) {
+      if (field.kind !== 'edges') continue;
+      for (const edgeField of field.fields) {
+        if (edgeField.kind !== 'node') continue;
+        for (const nodeField of edgeField.object.fields) {
+          if (nodeField.kind === 'exposed') {
+            add(nodeField.field.column);
+            if (nodeField.field.rendering.kind === 'unlessSet') add(nodeField.field.rendering.unless);
+          } else if (nodeField.kind === 'connection' && nodeField.connection.keptCount) add(nodeField.connection.keptCount);
+        }
+      }
+    }
+    // In the table's column order: the statement text does not depend on the selection's order.
+    const order = Object.values(getTableColumns(list.table) as Record<string, AnyPgColumn>).map((column) => column.name);
+    return [...needed.values()].sort((left, right) => order.indexOf(left.name) - order.indexOf(right.name));
+  }
+
+  root(operation: OperationDefinitionNode): RootFieldPlan[] {
+    return this.fields(operation.selectionSet, 'Query').map((field): RootFieldPlan => {
+      const name = field.name.value;
+      const key = keyOf(field);
+      this.worstBytes += SHORT_FIELD_BYTES;
+      if (name === '__typename') return { key, kind: 'typename' };
+      if (name === 'memoryStores') {
+        if (!field.selectionSet) unsupported();
+        return { key, kind: 'list', connection: this.connection(STORES, field) };
+      }
+      const single = SINGLES[name];
+      if (!single) unsupported();
+      const args = this.arguments(field);
+      for (const [argument, given] of Object.entries(args)) if (given != null && argument !== 'id') unsupported();
+      if (typeof args.id !== 'string') unsupported();
+      this.needs(single.action);
+      const object = this.object(single.node, field.selectionSet);
+      return isIdOfKind(args.id, single.kind) ? { key, kind: 'single', table: single.table, id: args.id, object } : { key, kind: 'none' };
+    });
+  }
+}
+
+/**
+ * The plan of a query operation, its variables already coerced; null when the compiler
+ * does not cover it (the resolvers answer).
+ */
+export function planRead(document: DocumentNode, operation: OperationDefinitionNode, coercedVariables: Record<string, unknown>): ReadPlan | null {
+  if (operation.operation !== 'query' || operation.directives?.length) return null;
+  try {
+    const planner = new Planner(document, coercedVariables);
+    const fields = planner.root(operation);
+    return { fields, actions: [...planner.actions.values()], worstBytes: planner.worstBytes };
+  } catch (error) {
+    if (error instanceof Unsupported) return null;
+    throw error;
+  }
+}

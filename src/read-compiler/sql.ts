@@ -1,0 +1,186 @@
+import { getTableName } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import { sql, type Statement as SQL } from '../db/statement.js';
+import type { ApiKeyKind } from '../domain/viewer.js';
+import { KEY_LOOKUP } from '../domain/api-keys.js';
+import type { ExposedField } from '../graphql/exposed-fields.js';
+import type { ConnectionPlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
+
+/**
+ * The SQL step of a compiled read: one statement that authenticates the request and builds
+ * the whole answer's JSON in PostgreSQL, from a plan (plan.ts). Its text depends only on the
+ * plan's shape: values (ids, page sizes, prefixes, aliases) are parameters.
+ */
+
+/** Stands for the token's hash among the parameters until the request supplies it. */
+export const TOKEN_PLACEHOLDER = Symbol('token hash');
+
+/** The alias of the caller's API key row: the statement authenticates the request itself. */
+const KEY = 'api_key';
+
+const column = (row: string, target: AnyPgColumn) => sql.raw(`${row}."${target.name}"`);
+
+/** How each rendering of graphql/exposed-fields.ts writes its value in SQL (the resolvers: exposedValue). */
+function exposedValue(row: string, field: ExposedField): SQL {
+  const value = column(row, field.column);
+  const rendering = field.rendering;
+  switch (rendering.kind) {
+    case 'value':
+      return value;
+    case 'enum':
+      // The GraphQL name of each stored value, from the enum's one declaration.
+      return sql`(case ${value}::text ${sql.join(
+        Object.entries(rendering.enumeration.values).map(([name, { value: stored }]) => sql`when ${literalText(stored)} then ${literalName(name)}`),
+        sql` `,
+      )} end)`;
+    case 'instant':
+      // DateTime: RFC 3339 in UTC with milliseconds, as Date.prototype.toISOString writes it.
+      return sql`to_char(${value} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+    case 'metadata':
+      // The JSONObject scalar's order: array-index keys (0 … 2^32 − 2) first, ascending as
+      // numbers, then the others in jsonb's order (by UTF-8 length, then bytes) — the order
+      // of a JavaScript object parsed from jsonb's text, which is what the resolvers answer.
+      return sql`(select coalesce(json_object_agg(e.key, e.value order by
+      (case when e.key ~ '^(0|[1-9][0-9]{0,9})$' then nullif(least(e.key::bigint, 4294967295), 4294967295) end) nulls last,
+      octet_length(e.key), e.key collate "C"), '{}'::json) from jsonb_each(${value}) e)`;
+    case 'isSet':
+      return sql`${value} is not null`;
+    case 'unlessSet':
+      return sql`case when ${column(row, rendering.unless)} is null then ${value} end`;
+  }
+}
+
+/**
+ * A value's key in the answer. A field's own name is written into the statement (names come
+ * from the schema: a fixed set); an alias, which the client picks, is a parameter, so that
+ * queries differing only in their aliases share one statement text.
+ */
+function responseKey(key: ResponseKey): SQL {
+  return key.alias !== null ? sql`${key.alias}::text` : literalName(key.name);
+}
+
+/** A stored enum value (of our own declarations: lower-case words) as a SQL string literal. */
+function literalText(text: string): SQL {
+  if (!/^[a-z_]+$/.test(text)) throw new Error(`not an enum value: ${text}`);
+  return sql.raw(`'${text}'`);
+}
+
+/** A GraphQL name as a SQL string literal: names match [_A-Za-z][_0-9A-Za-z]*, so they need no escaping. */
+function literalName(text: string): SQL {
+  if (!/^[_A-Za-z][_0-9A-Za-z]*$/.test(text)) throw new Error(`not a GraphQL name: ${text}`);
+  return sql.raw(`'${text}'::text`);
+}
+
+const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }) => sql`${column(row, table.workspaceId)} = ${sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`)}`;
+
+class StatementWriter {
+  private aliases = 0;
+
+  object(plan: ObjectPlan, row: string): SQL {
+    const parts = plan.fields.map((field) => {
+      const value =
+        field.kind === 'typename' ? literalName(field.typeName) : field.kind === 'exposed' ? exposedValue(row, field.field) : this.connection(field.connection, row);
+      return sql`${responseKey(field.key)}, ${value}`;
+    });
+    return sql`json_build_object(${sql.join(parts, sql`, `)})`;
+  }
+
+  /** A connection page: its rows (under the parent row, if any), forward from the start. */
+  connection(plan: ConnectionPlan, parentRow: string | null): SQL {
+    const inner = `r${(this.aliases += 1)}`;
+    const page = `p${this.aliases}`;
+    const orderBy = (row: string) =>
+      sql.raw(plan.ordering.keys.map((key) => `${row}."${(key.column as AnyPgColumn).name}" ${plan.ordering.direction}`).join(', '));
+    const conditions = (row: string) => {
+      const parts = [inWorkspace(row, plan.table)];
+      if (plan.parentColumn) parts.push(sql`${column(row, plan.parentColumn)} = ${sql.raw(`${parentRow}."id"`)}`);
+      const filter = plan.pathFilter;
+      if (filter?.range.kind === 'none') parts.push(sql`false`);
+      if (filter?.range.kind === 'range') {
+        const { from, below } = filter.range;
+        const path = column(row, filter.column);
+        parts.push(below === null ? sql`${path} >= ${from}` : sql`${path} >= ${from} and ${path} < ${below}`);
+      }
+      return sql.join(parts, sql` and `);
+    };
+    const table = sql.raw(`"${getTableName(plan.table)}"`);
+    const size = plan.size;
+    const withPageInfo = plan.fields.some((field) => field.kind === 'pageInfo');
+    let usesPage = false;
+    const parts = plan.fields.map((field) => {
+      let value: SQL;
+      if (field.kind === 'typename') value = literalName(field.typeName);
+      else if (field.kind === 'totalCount') {
+        const counted = `c${(this.aliases += 1)}`;
+        value =
+          parentRow && plan.keptCount
+            ? column(parentRow, plan.keptCount)
+            : sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
+      } else if (field.kind === 'pageInfo') {
+        const info = field.fields.map((infoField) => {
+          // Only hasNextPage reads the page (as an aggregate over it); the rest are constants.
+          if (infoField.kind === 'hasNextPage') usesPage = true;
+          const infoValue = infoField.kind === 'hasNextPage' ? sql`count(*) > ${size}` : infoField.kind === 'hasPreviousPage' ? sql`false` : literalName('PageInfo');
+          return sql`${responseKey(infoField.key)}, ${infoValue}`;
+        });
+        value = sql`json_build_object(${sql.join(info, sql`, `)})`;
+      } else {
+        usesPage = true;
+        const edge = field.fields.map((edgeField) => {
+          const edgeValue = edgeField.kind === 'node' ? this.object(edgeField.object, page) : literalName(plan.edgeTypeName);
+          return sql`${responseKey(edgeField.key)}, ${edgeValue}`;
+        });
+        const edges = sql`json_agg(json_build_object(${sql.join(edge, sql`, `)}) order by ${orderBy(page)})`;
+        // With pageInfo the page holds one row more than it shows (see below).
+        value = sql`coalesce(${edges} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}, '[]'::json)`;
+      }
+      return sql`${responseKey(field.key)}, ${value}`;
+    });
+    const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
+    // Without edges or pageInfo there are no rows to read: only counts and names.
+    if (!usesPage) return sql`(select ${object})`;
+    const columnList = sql.raw(plan.columns.map((target) => `${inner}."${target.name}"`).join(', '));
+    if (!withPageInfo) {
+      return sql`(select ${object} from (select ${columnList} from ${table} ${sql.raw(inner)}
+        where ${conditions(inner)} order by ${orderBy(inner)} limit ${size}) ${sql.raw(page)})`;
+    }
+    // The page plus one row (to know whether more follow), numbered in list order.
+    return sql`(select ${object} from (
+      select ${columnList}, row_number() over (order by ${orderBy(inner)}) as page_position
+      from (select ${columnList} from ${table} ${sql.raw(inner)}
+        where ${conditions(inner)} order by ${orderBy(inner)} limit ${size + 1}) ${sql.raw(inner)}
+    ) ${sql.raw(page)})`;
+  }
+
+  root(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[]): SQL {
+    const parts = plan.fields.map((field) => {
+      let value: SQL;
+      if (field.kind === 'typename') value = literalName('Query');
+      else if (field.kind === 'none') value = sql`null::json`;
+      else if (field.kind === 'list') value = this.connection(field.connection, null);
+      else {
+        const row = `o${(this.aliases += 1)}`;
+        value = sql`(select ${this.object(field.object, row)} from ${sql.raw(`"${getTableName(field.table)}" ${row}`)}
+      where ${inWorkspace(row, field.table)} and ${column(row, field.table.id)} = ${field.id})`;
+      }
+      return sql`${responseKey(field.key)}, ${value}`;
+    });
+    // The key lookup of authenticate() (KEY_LOOKUP). Only the kinds of key the access policy
+    // lets take every action of the plan get the data; for others the resolvers answer.
+    const key = sql.raw(KEY);
+    const selected = Object.values(KEY_LOOKUP.columns).map((target) => `"${target.name}"`);
+    const kindColumn = `${KEY}."${KEY_LOOKUP.columns.kind.name}"`;
+    const allowed = allowedKinds.length === 0 ? sql`false` : sql.raw(`${kindColumn} in (${allowedKinds.map((kind) => `'${kind}'`).join(', ')})`);
+    return sql`with ${key} as (
+        select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
+        where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)
+      select ${sql.raw(selected.map((name) => `${KEY}.${name}`).join(', '))},
+        case when ${allowed} then json_build_object(${sql.join(parts, sql`, `)})::text end as data
+      from ${key}`;
+  }
+}
+
+/** The statement of a plan, for keys of the allowed kinds. */
+export function statementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[]): SQL {
+  return new StatementWriter().root(plan, allowedKinds);
+}

@@ -1,0 +1,276 @@
+import { AsyncResource } from 'node:async_hooks';
+import type { Database } from '../db/client.js';
+import { findRevokedKeys } from '../domain/api-keys.js';
+import {
+  comparePositions,
+  currentEventHorizon,
+  decodeEventCursor,
+  deleteExpiredEvents,
+  loadEventSubjects,
+  readEventBatch,
+  readWorkspaceEventsAfter,
+  subjectKey,
+  type EventPosition,
+  type EventSubjects,
+  type MemoryEventRecord,
+} from '../domain/events.js';
+import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
+import type { Viewer } from '../domain/viewer.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { EventStream, payloadOf, streamError, type StreamFilter } from './event-stream.js';
+import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
+
+/**
+ * Fan-out of live updates, one per server instance. One poller reads each batch of
+ * committed events once — a bounded number of statements per batch (the read and the
+ * batch's stores, memories and versions), whatever the number of streams — and gives each
+ * stream the events its filter matches, in memory. A notification (LISTEN memstore_events)
+ * or a short timer only wakes the poller; the table is the truth (domain/events.ts).
+ *
+ * A stream that resumes (`after`) replays from the table on its own, while the live batches
+ * meanwhile wait in its buffer; it then continues with the first live event past the last
+ * one it replayed. Each stream holds at most STREAM_BUFFER_EVENTS undelivered events: past
+ * that the consumer is not reading, and the stream ends with SLOW_CONSUMER (it resumes
+ * from its last cursor).
+ */
+
+/**
+ * Runs the poller's own work in the context this module was loaded in, which belongs to no
+ * request. Without it the poller would work inside whichever request happened to start or
+ * wake it: on PGlite a notification is delivered inside the request whose write sent it, and
+ * timers and the listening connection carry the context of the stream's request that started
+ * the poller; the poller's statements would then count against that request's time limit,
+ * answer budget, metrics and trace.
+ */
+const asInstanceWork = AsyncResource.bind(<T>(work: () => T): T => work());
+
+function laterOf(left: EventPosition, right: EventPosition): EventPosition {
+  return comparePositions(left, right) >= 0 ? left : right;
+}
+
+export interface EventHubOptions {
+  db: Database;
+  /** PostgreSQL LISTEN (DatabaseHandle.listen): the poller is woken by every instance's commits. Without it, only the timer wakes it. */
+  notifications?: (channel: string, onNotify: () => void) => Promise<() => Promise<void>>;
+  logger?: Logger;
+  slots?: StreamSlots;
+  retentionDays: number;
+  pollIntervalMs?: number;
+  keyCheckIntervalMs?: number;
+  sweepIntervalMs?: number;
+  bufferEvents?: number;
+  batchSize?: number;
+  /** Open streams gauge (metrics), when given. */
+  onStreamCount?: (open: number) => void;
+}
+
+export const EVENTS_CHANNEL = 'memstore_events';
+
+export interface OpenStreamOptions {
+  viewer: Viewer;
+  filter: StreamFilter;
+  /** The cursor to resume after; null: from now. */
+  after: string | null;
+  now: Date;
+  stalled?: () => boolean;
+}
+
+export class EventHub {
+  private readonly db: Database;
+  private readonly logger: Logger;
+  private readonly slots: StreamSlots;
+  private readonly streams = new Map<string, Set<EventStream>>();
+  private streamCount = 0;
+  private position: EventPosition | null = null;
+  private starting: Promise<void> | null = null;
+  private polling = false;
+  private pollAgain = false;
+  private timers: NodeJS.Timeout[] = [];
+  private unlisten: (() => Promise<void>) | null = null;
+  private closed = false;
+  private readonly batchSize: number;
+  private readonly bufferEvents: number;
+
+  constructor(private readonly options: EventHubOptions) {
+    this.db = options.db;
+    this.logger = options.logger ?? silentLogger;
+    this.slots = options.slots ?? unlimitedStreamSlots;
+    this.batchSize = options.batchSize ?? EVENT_BATCH_SIZE;
+    this.bufferEvents = options.bufferEvents ?? STREAM_BUFFER_EVENTS;
+  }
+
+  get openStreams(): number {
+    return this.streamCount;
+  }
+
+  /** Starts the poller on first use: the position of "now", the notifications and the timers. */
+  private start(): Promise<void> {
+    this.starting ??= asInstanceWork(async () => {
+      this.position = await currentEventHorizon(this.db);
+      if (this.options.notifications) {
+        try {
+          this.unlisten = await this.options.notifications(EVENTS_CHANNEL, () => asInstanceWork(() => void this.poll()));
+        } catch (error) {
+          this.logger.warn('live updates: cannot LISTEN; new events are found by polling only', { error });
+        }
+      }
+      const every = (ms: number, work: () => unknown) => {
+        const timer = setInterval(() => asInstanceWork(() => void work()), ms);
+        timer.unref();
+        this.timers.push(timer);
+      };
+      every(this.options.pollIntervalMs ?? EVENT_POLL_INTERVAL_MS, () => this.poll());
+      every(this.options.keyCheckIntervalMs ?? STREAM_KEY_CHECK_INTERVAL_MS, () => this.checkKeys());
+      every(this.options.sweepIntervalMs ?? EVENT_SWEEP_INTERVAL_MS, () => this.sweep());
+    });
+    return this.starting;
+  }
+
+  /**
+   * Opens a stream of the viewer's workspace. Throws CURSOR_EXPIRED for a cursor older than
+   * the retention, INVALID_REQUEST for something that is not a cursor, RATE_LIMITED past the
+   * key's stream limit.
+   */
+  async open(options: OpenStreamOptions): Promise<EventStream> {
+    const { viewer } = options;
+    const cursor = options.after === null ? null : decodeEventCursor(options.after);
+    if (cursor && cursor.occurredAt.getTime() < options.now.getTime() - this.options.retentionDays * 86_400_000) {
+      throw streamError('CURSOR_EXPIRED', `This cursor is older than the ${this.options.retentionDays} days events are kept: subscribe without \`after\` to start from now.`);
+    }
+    if (!(await this.slots.acquire(viewer.apiKeyId))) {
+      throw streamError('RATE_LIMITED', `This API key has ${this.slots.limit} open streams, the most it may have: close one before opening another.`);
+    }
+    let from: EventPosition;
+    try {
+      await this.start();
+      // Without a cursor the stream starts now: past every change committed before it opened,
+      // even one the poller has not read yet (its batch still reaches the stream, which skips it).
+      from = cursor?.position ?? laterOf(this.position!, await currentEventHorizon(this.db));
+    } catch (error) {
+      this.slots.release(viewer.apiKeyId);
+      throw error;
+    }
+    const stream = new EventStream(viewer, options.filter, from, this.bufferEvents, (ended) => this.forget(ended), options.stalled);
+    let group = this.streams.get(viewer.workspaceId);
+    if (!group) this.streams.set(viewer.workspaceId, (group = new Set()));
+    group.add(stream);
+    this.streamCount += 1;
+    this.options.onStreamCount?.(this.streamCount);
+    if (!cursor) stream.goLive();
+    else void this.replay(stream);
+    return stream;
+  }
+
+  private forget(stream: EventStream): void {
+    const group = this.streams.get(stream.viewer.workspaceId);
+    if (!group?.delete(stream)) return;
+    if (group.size === 0) this.streams.delete(stream.viewer.workspaceId);
+    this.streamCount -= 1;
+    this.slots.release(stream.viewer.apiKeyId);
+    this.options.onStreamCount?.(this.streamCount);
+  }
+
+  /** Replays a resuming stream from the table, page by page as its consumer reads, then hands it to the live batches. */
+  private async replay(stream: EventStream): Promise<void> {
+    // Pages fit in the stream's buffer beside the live events it holds meanwhile.
+    const pageSize = Math.max(1, Math.min(this.batchSize, Math.floor(this.bufferEvents / 2)));
+    try {
+      while (stream.isOpen) {
+        const dropped = stream.heldDropped;
+        const page = await readWorkspaceEventsAfter(this.db, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, pageSize);
+        const matching = page.filter((event) => stream.matches(event));
+        const subjects = matching.length ? await loadEventSubjects(this.db, matching) : null;
+        for (const event of matching) stream.deliver(payloadOf(event, subjects!));
+        if (page.length > 0) stream.position = page.at(-1)!.position;
+        // Caught up, and every live event since this page's read began is held: live from here.
+        if (page.length < pageSize && stream.heldDropped === dropped) break;
+        // Backpressure: the next page once the consumer has read most of this one.
+        while (stream.isOpen && stream.buffered > pageSize / 2) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      if (stream.isOpen) stream.goLive();
+    } catch (error) {
+      this.logger.error('live updates: a resuming stream could not replay', { error });
+      stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again.'));
+    }
+  }
+
+  /** Reads every committed event past the hub's position, batch by batch, and fans each out. Concurrent wakes coalesce. */
+  async poll(): Promise<void> {
+    if (this.position === null || this.closed) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = true;
+    try {
+      do {
+        this.pollAgain = false;
+        for (;;) {
+          const batch = await readEventBatch(this.db, this.position, this.batchSize);
+          if (batch.length === 0) break;
+          const wanted = batch.filter((event) => this.streams.has(event.workspaceId));
+          const subjects = wanted.length ? await loadEventSubjects(this.db, wanted) : null;
+          for (const event of wanted) {
+            const payload = payloadOf(event, subjects!);
+            for (const stream of this.streams.get(event.workspaceId) ?? []) if (stream.matches(event)) stream.push(payload);
+          }
+          this.position = batch.at(-1)!.position;
+          if (batch.length < this.batchSize) break;
+        }
+      } while (this.pollAgain);
+    } catch (error) {
+      this.logger.warn('live updates: reading new events failed; retrying', { error });
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /** Ends the streams of revoked keys with UNAUTHENTICATED: one statement for every key with open streams. */
+  async checkKeys(): Promise<void> {
+    const keys = new Map<string, { workspaceId: string; apiKeyId: string }>();
+    for (const group of this.streams.values()) {
+      for (const stream of group) keys.set(subjectKey(stream.viewer.workspaceId, stream.viewer.apiKeyId), stream.viewer);
+    }
+    if (keys.size === 0) return;
+    try {
+      const revoked = new Set((await findRevokedKeys(this.db, [...keys.values()])).map((key) => subjectKey(key.workspaceId, key.apiKeyId)));
+      if (revoked.size === 0) return;
+      for (const group of [...this.streams.values()]) {
+        for (const stream of [...group]) {
+          if (revoked.has(subjectKey(stream.viewer.workspaceId, stream.viewer.apiKeyId))) {
+            stream.fail(streamError('UNAUTHENTICATED', 'The API key of this stream was revoked.'));
+          }
+        }
+      }
+    } catch (error) {
+      this.logger.warn('live updates: checking the keys of open streams failed', { error });
+    }
+  }
+
+  /** Deletes events older than the retention, EVENT_SWEEP_BATCH at a time, yielding between statements. */
+  async sweep(now = new Date()): Promise<number> {
+    const before = new Date(now.getTime() - this.options.retentionDays * 86_400_000);
+    let deleted = 0;
+    try {
+      for (;;) {
+        const count = await deleteExpiredEvents(this.db, before, EVENT_SWEEP_BATCH);
+        deleted += count;
+        if (count < EVENT_SWEEP_BATCH || this.closed) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    } catch (error) {
+      this.logger.warn('live updates: deleting expired events failed', { error });
+    }
+    return deleted;
+  }
+
+  /** Stops the poller and ends every stream (shutdown). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    for (const group of [...this.streams.values()]) for (const stream of [...group]) stream.close();
+    await this.starting?.catch(() => {});
+    await this.unlisten?.().catch(() => {});
+  }
+}

@@ -1,0 +1,187 @@
+import { GraphQLError } from 'graphql';
+import { comparePositions, subjectKey, type EventPosition, type EventSubjects, type MemoryEventRecord } from '../domain/events.js';
+import { STREAM_BUFFER_BYTES, STREAM_BUFFER_EVENTS } from '../domain/limits.js';
+import type { MemoryRecord } from '../domain/memories/records.js';
+import type { MemoryStoreRecord } from '../domain/stores.js';
+import type { MemoryVersionRecord } from '../domain/versions.js';
+import type { Viewer } from '../domain/viewer.js';
+
+/**
+ * One subscriber's stream of live events (event-hub.ts feeds it): its filter, its position,
+ * and a bounded buffer between the poller and the consumer. Past STREAM_BUFFER_EVENTS events
+ * or STREAM_BUFFER_BYTES of content waiting, the consumer is not reading, and the stream
+ * ends with SLOW_CONSUMER.
+ */
+
+/** One delivered event with what it is about, as the batch found them. */
+export interface MemoryEventPayload {
+  event: MemoryEventRecord;
+  memoryStore: MemoryStoreRecord | null;
+  memory: MemoryRecord | null;
+  version: MemoryVersionRecord | null;
+  /** Set on the last item of a stream that is cut off: the resolver throws it. */
+  failure?: GraphQLError;
+}
+
+export interface StreamFilter {
+  memoryStoreId: string | null;
+  pathPrefix: string | null;
+}
+
+export function streamError(code: string, message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code } });
+}
+
+const SLOW_CONSUMER_MESSAGE = `The stream was cut off: more than ${STREAM_BUFFER_EVENTS} events (or ${STREAM_BUFFER_BYTES / 1024 / 1024} MiB) waited for the client to read them. Subscribe again with \`after\` set to the last cursor received to resume.`;
+
+function matches(filter: StreamFilter, event: MemoryEventRecord): boolean {
+  if (filter.memoryStoreId !== null && event.memoryStoreId !== filter.memoryStoreId) return false;
+  if (filter.pathPrefix === null || filter.pathPrefix === '' || event.path === null) return true;
+  return event.path.startsWith(filter.pathPrefix) || (event.previousPath?.startsWith(filter.pathPrefix) ?? false);
+}
+
+/** The content an event carries to its consumer (the objects are shared by every stream, but a queue keeps them alive). */
+function payloadBytes(payload: MemoryEventPayload): number {
+  return 512 + (payload.memory?.contentSizeBytes ?? 0) + (payload.version?.contentSizeBytes ?? 0);
+}
+
+export function payloadOf(event: MemoryEventRecord, subjects: EventSubjects): MemoryEventPayload {
+  const { workspaceId } = event;
+  return {
+    event,
+    memoryStore: subjects.stores.get(subjectKey(workspaceId, event.memoryStoreId)) ?? null,
+    memory: event.memoryId ? (subjects.memories.get(subjectKey(workspaceId, event.memoryId)) ?? null) : null,
+    version: event.memoryVersionId ? (subjects.versions.get(subjectKey(workspaceId, event.memoryVersionId)) ?? null) : null,
+  };
+}
+
+export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
+  private readonly queue: MemoryEventPayload[] = [];
+  /** What the queued events hold in content, roughly: a few large events fill a buffer as many small ones do. */
+  private queuedBytes = 0;
+  /** Live events that arrived while replaying. */
+  private readonly held: MemoryEventPayload[] = [];
+  private waiting: ((result: IteratorResult<MemoryEventPayload>) => void) | null = null;
+  private ended = false;
+  private failed = false;
+  live = false;
+  /** How often held live events were dropped during the replay (it then reads on). */
+  heldDropped = 0;
+
+  constructor(
+    readonly viewer: Viewer,
+    readonly filter: StreamFilter,
+    /** The position of the last event given to the consumer (or of "now"). */
+    public position: EventPosition,
+    private readonly bufferEvents: number,
+    private readonly onEnd: (stream: EventStream) => void,
+    /** Whether the transport still holds too much unsent for this consumer (WebSocket). */
+    private readonly stalled: () => boolean = () => false,
+  ) {}
+
+  matches(event: MemoryEventRecord): boolean {
+    return event.workspaceId === this.viewer.workspaceId && matches(this.filter, event);
+  }
+
+  /** How many events wait for the consumer (the replay's backpressure). */
+  get buffered(): number {
+    return this.queue.length;
+  }
+
+  /** A live event from the poller. */
+  push(payload: MemoryEventPayload): void {
+    if (this.ended || this.failed) return;
+    if (!this.live) {
+      // Replaying: writes come faster than the replay reads. The held events are dropped
+      // (they are in the table) and the replay goes on past them.
+      if (this.held.length >= this.bufferEvents) {
+        this.held.length = 0;
+        this.heldDropped += 1;
+      }
+      this.held.push(payload);
+      return;
+    }
+    this.deliver(payload);
+  }
+
+  /** Replay is done: the held live events past the replayed ones follow. */
+  goLive(): void {
+    this.live = true;
+    for (const payload of this.held.splice(0)) this.deliver(payload);
+  }
+
+  /** An event in stream order; events at or before the stream's position were delivered already. */
+  deliver(payload: MemoryEventPayload): void {
+    if (this.ended || this.failed) return;
+    if (comparePositions(payload.event.position, this.position) <= 0) return;
+    this.position = payload.event.position;
+    if (this.waiting) {
+      const resolve = this.waiting;
+      this.waiting = null;
+      resolve({ value: payload, done: false });
+      return;
+    }
+    this.queue.push(payload);
+    this.queuedBytes += payloadBytes(payload);
+    if (this.queue.length > this.bufferEvents || this.queuedBytes > STREAM_BUFFER_BYTES || this.stalled()) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+  }
+
+  /** Ends the stream with an error the consumer receives next (what was buffered is dropped: memory is freed now). */
+  fail(error: GraphQLError): void {
+    if (this.ended || this.failed) return;
+    this.failed = true;
+    this.queue.length = 0;
+    this.held.length = 0;
+    const last = { event: undefined as never, memoryStore: null, memory: null, version: null, failure: error };
+    this.queue.push(last);
+    if (this.waiting) {
+      const resolve = this.waiting;
+      this.waiting = null;
+      resolve({ value: this.queue.shift()!, done: false });
+    }
+    this.onEnd(this);
+  }
+
+  get isOpen(): boolean {
+    return !this.ended && !this.failed;
+  }
+
+  next(): Promise<IteratorResult<MemoryEventPayload>> {
+    if (this.queue.length > 0) {
+      const payload = this.queue.shift()!;
+      this.queuedBytes = this.queue.length === 0 ? 0 : this.queuedBytes - payloadBytes(payload);
+      return Promise.resolve({ value: payload, done: false });
+    }
+    if (this.ended || this.failed) return this.finish();
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+
+  private finish(): Promise<IteratorResult<MemoryEventPayload>> {
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  close(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.queue.length = 0;
+    this.held.length = 0;
+    this.onEnd(this);
+    if (this.waiting) {
+      const resolve = this.waiting;
+      this.waiting = null;
+      resolve({ value: undefined, done: true });
+    }
+  }
+
+  return(): Promise<IteratorResult<MemoryEventPayload>> {
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<MemoryEventPayload> {
+    return this;
+  }
+}

@@ -1,0 +1,174 @@
+import net from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { eventHubOf } from '../src/app.js';
+import { encodeEventCursor } from '../src/domain/events.js';
+import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY } from '../src/domain/limits.js';
+import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, run, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
+import { useTestServer } from './support/server.js';
+
+/** Resuming, the per-key stream limit, revocation and a consumer that stops reading. */
+const SMALL_BUFFER = 25;
+const server = useTestServer({ live: { bufferEvents: SMALL_BUFFER } });
+const fetchApp = (url: string, init: RequestInit) => Promise.resolve(server.app.fetch(url, init));
+const URL = 'http://memstore.test/graphql';
+const open = (token: string | null, variables: Record<string, unknown> = {}) => subscribeSse(fetchApp, URL, token, SUBSCRIBE_EVENTS, variables);
+
+describe('resuming with `after`', () => {
+  it('replays exactly the events after the cursor, then continues live, with no gap and no duplicate', async () => {
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'resume');
+    const first = await open(client.token, { memoryStoreId: storeId });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const path of ['a.md', 'b.md', 'c.md']) await createMemoryAt(client, storeId, path, path);
+    const seen = eventsOf(await first.waitFor(3));
+    first.close();
+    // While no stream is open: two more writes.
+    for (const path of ['d.md', 'e.md']) await createMemoryAt(client, storeId, path, path);
+
+    const resumed = await open(client.token, { memoryStoreId: storeId, after: seen[1]!.cursor });
+    const replayed = eventsOf(await resumed.waitFor(3));
+    expect(replayed.map((event) => event.version.path)).toEqual(['c.md', 'd.md', 'e.md']);
+    await createMemoryAt(client, storeId, 'f.md', 'f');
+    const all = eventsOf(await resumed.waitFor(4));
+    expect(all.map((event) => event.version.path)).toEqual(['c.md', 'd.md', 'e.md', 'f.md']);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(resumed.results).toHaveLength(4);
+    resumed.close();
+  });
+
+  it('is CURSOR_EXPIRED for a cursor older than the retention, and INVALID_REQUEST for something that is not a cursor', async () => {
+    const client = await server.newWorkspace();
+    const old = encodeEventCursor({ xid: 1n, id: 1 }, new Date(Date.now() - (DEFAULT_EVENT_RETENTION_DAYS * 86_400_000 + 60_000)));
+    const expired = await open(client.token, { after: old });
+    expect((await expired.waitFor(1))[0]!.errors?.[0]?.extensions?.code).toBe('CURSOR_EXPIRED');
+    const bogus = await open(client.token, { after: 'not-a-cursor' });
+    expect((await bogus.waitFor(1))[0]!.errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST');
+    // Neither holds a stream: the key can still open its full allowance (checked below) — here, one more opens.
+    const fresh = await open(client.token);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(fresh.results).toEqual([]);
+    fresh.close();
+  });
+});
+
+describe('the per-key stream limit', () => {
+  it(`lets a key hold ${DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY} open streams, refuses the next with RATE_LIMITED, and admits one again once a stream closes`, async () => {
+    const client = await server.newWorkspace();
+    const other = await server.newWorkspace();
+    const streams = [];
+    for (let index = 0; index < DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY; index += 1) streams.push(await open(client.token));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const stream of streams) expect(stream.results).toEqual([]);
+    const refused = await open(client.token);
+    const [answer] = await refused.waitFor(1);
+    expect(answer!.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED');
+    // Another key is not affected.
+    const theirs = await open(other.token);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(theirs.results).toEqual([]);
+
+    const before = eventHubOf(server.app).openStreams;
+    streams.pop()!.close();
+    // The server ends the stream when the client goes.
+    for (let waited = 0; eventHubOf(server.app).openStreams === before && waited < 3000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(eventHubOf(server.app).openStreams).toBe(before - 1);
+    const again = await open(client.token);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(again.results).toEqual([]);
+    // Every open stream still works.
+    const storeId = await createStoreNamed(client, 'limit');
+    for (const stream of [...streams, again]) expect(eventsOf(await stream.waitFor(1))[0]!.memoryStoreId).toBe(storeId);
+    for (const stream of [...streams, again, theirs]) stream.close();
+  });
+});
+
+describe('revoking a key', () => {
+  it('ends its open streams with UNAUTHENTICATED within 10 s; other keys\' streams go on', async () => {
+    const client = await server.newWorkspace();
+    const created = await run(client, `mutation { createApiKey(input: { name: "dashboard", kind: ADMIN }) { ... on CreateApiKeySuccess { apiKey { id } token } } }`);
+    const token = created.createApiKey.token as string;
+    const doomed = await open(token);
+    const kept = await open(client.token);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const revokedAt = Date.now();
+    await run(client, `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { __typename } }`, { id: created.createApiKey.apiKey.id });
+    const [ending] = await doomed.waitFor(1, 10_000);
+    expect(Date.now() - revokedAt).toBeLessThan(10_000);
+    expect(ending!.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    await doomed.ended;
+    const storeId = await createStoreNamed(client, 'after revocation');
+    expect(eventsOf(await kept.waitFor(1))[0]!.memoryStoreId).toBe(storeId);
+    expect(doomed.results).toHaveLength(1);
+    kept.close();
+  }, 15_000);
+});
+
+describe('a consumer that stops reading', () => {
+  it(`is cut off with SLOW_CONSUMER once more than the buffer (${SMALL_BUFFER} events here) waits, and resumes from its last cursor`, async () => {
+    const http = await listenWithWebSocket(server.app);
+    try {
+      const client = await server.newWorkspace();
+      const storeId = await createStoreNamed(client, 'slow');
+      // A real socket that reads the first events, then stops reading (the kernel's buffers fill, then the stream's).
+      const socket = net.connect(Number(new globalThis.URL(http.url).port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const body = JSON.stringify({ query: SUBSCRIBE_EVENTS, variables: { memoryStoreId: storeId } });
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      const closed = new Promise((resolve) => socket.once('end', resolve));
+      socket.write(`POST /graphql HTTP/1.1\r\nHost: memstore.test\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${client.token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await createMemoryAt(client, storeId, 'm0.md', LARGE);
+      while (!Buffer.concat(chunks).includes('m0.md')) await new Promise((resolve) => setTimeout(resolve, 20));
+      socket.pause();
+      const total = 120;
+      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `m${index}.md`, LARGE);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(eventHubOf(server.app).openStreams).toBe(0);
+
+      // Reading again: what was on its way, then the error, then the end.
+      socket.resume();
+      await closed;
+      const messages = sseMessages(dechunk(Buffer.concat(chunks)));
+      const last = messages.at(-1)!;
+      expect(last.errors[0].extensions.code).toBe('SLOW_CONSUMER');
+      expect(last.errors[0].message).toMatch(/after/);
+      const delivered = messages.slice(0, -1).map((message) => message.data.memoryEvents);
+      expect(delivered.length).toBeGreaterThanOrEqual(1);
+      expect(delivered.length).toBeLessThan(total);
+
+      // Resuming after the last event it got gives every later one, once.
+      const resumed = await open(client.token, { memoryStoreId: storeId, after: delivered.at(-1).cursor });
+      const rest = eventsOf(await resumed.waitFor(total - delivered.length, 20_000));
+      expect([...delivered, ...rest].map((event) => event.version.path)).toEqual(Array.from({ length: total }, (_, index) => `m${index}.md`));
+      resumed.close();
+      socket.destroy();
+    } finally {
+      await http.close();
+    }
+  }, 60_000);
+});
+
+/** 100 KB of content: a few such events fill a socket's buffers. */
+const LARGE = 'x'.repeat(100_000);
+
+/** The body of an HTTP/1.1 response in chunked transfer encoding. */
+function dechunk(raw: Buffer): string {
+  let offset = raw.indexOf('\r\n\r\n') + 4;
+  const parts: Buffer[] = [];
+  for (;;) {
+    const lineEnd = raw.indexOf('\r\n', offset);
+    const size = Number.parseInt(raw.subarray(offset, lineEnd).toString(), 16);
+    if (!size) break;
+    parts.push(raw.subarray(lineEnd + 2, lineEnd + 2 + size));
+    offset = lineEnd + 2 + size + 2;
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function sseMessages(text: string): any[] {
+  return text
+    .split('\n\n')
+    .filter((message) => message.startsWith('event: next'))
+    .map((message) => JSON.parse(message.slice(message.indexOf('data:') + 5)));
+}

@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, type DatabaseHandle } from '../src/db/client.js';
+import { authenticate } from '../src/domain/api-keys.js';
+import { asc, eq } from 'drizzle-orm';
+import { memoryEvents } from '../src/db/schema.js';
+import { encodeEventCursor, listWorkspaceEvents } from '../src/domain/events.js';
+import { insertMemoryLocked, lockActiveStore } from '../src/domain/memories/locked-writes.js';
+import { writerOf } from '../src/domain/viewer.js';
+import postgres from 'postgres';
+import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
+import { createMemoryAt, createStoreNamed, eventsOf, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
+import { useTestServer } from './support/server.js';
+
+/**
+ * The hard case of an outbox: transaction A takes its event position first and commits
+ * last; transaction B takes a later position and commits first. A reader that delivered B
+ * and moved its cursor past it would never deliver A. PGlite runs one transaction at a time,
+ * so the case exists on PostgreSQL only.
+ */
+const server = useTestServer();
+
+/** Every committed row of the workspace, whatever readers may see yet. */
+function committedRows(workspaceId: string) {
+  return server.db.select().from(memoryEvents).where(eq(memoryEvents.workspaceId, workspaceId)).orderBy(asc(memoryEvents.id));
+}
+
+describe.skipIf(postgresUrl === undefined)('two writes committing out of the order of their event positions', () => {
+  let other: DatabaseHandle;
+  beforeAll(async () => {
+    // A second connection pool on the same database, to hold a transaction open by hand.
+    other = await createDb({ databaseUrl: server.database.url, dataDir: 'memory://', poolSize: 2 });
+  });
+  afterAll(async () => {
+    await other?.close();
+  });
+
+  it('are both delivered, once each, the held one first, and the later one only once the held one has committed', async () => {
+    const client = await server.newWorkspace();
+    const storeA = await createStoreNamed(client, 'held');
+    const storeB = await createStoreNamed(client, 'quick');
+    const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS);
+    const viewer = (await authenticate(server.db, client.token!))!;
+
+    // A: locks its store, writes its memory and event (taking the earlier position), and stays open.
+    let commitA!: () => void;
+    const held = new Promise<void>((resolve) => (commitA = resolve));
+    let positionTaken!: () => void;
+    const taken = new Promise<void>((resolve) => (positionTaken = resolve));
+    const transactionA = other.db.transaction(async (tx) => {
+      await lockActiveStore(tx, viewer.workspaceId, storeA);
+      await insertMemoryLocked(tx, writerOf(viewer), storeA, { path: 'held.md', content: 'first position, last commit', metadata: {} }, new Date());
+      positionTaken();
+      await held;
+    });
+    await taken;
+
+    // B: a later position, committed first, through the API.
+    const quick = await createMemoryAt(client, storeB, 'quick.md', 'second position, first commit');
+    // Committed so far: the two stores and B (A's row is not visible yet) — and readers see
+    // only the stores: B waits behind the still-running A.
+    expect((await committedRows(client.workspaceId)).map((row) => row.kind)).toEqual(['store_created', 'store_created', 'memory_created']);
+    expect((await listWorkspaceEvents(server.db, client.workspaceId)).map((row) => row.kind)).toEqual(['store_created', 'store_created']);
+
+    // While A is open, B is held back: delivering it now would move the stream past A's position.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(stream.results).toEqual([]);
+
+    commitA();
+    await transactionA;
+    const events = eventsOf(await stream.waitFor(2));
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(eventsOf(stream.results).map((event) => [event.kind, event.memoryStoreId, event.memory?.path])).toEqual([
+      ['MEMORY_CREATED', storeA, 'held.md'],
+      ['MEMORY_CREATED', storeB, 'quick.md'],
+    ]);
+    expect(events[1]!.memoryId).toBe(quick.id);
+
+    // In the table, A's row has the smaller id (it took its position first) and was committed last.
+    const all = await listWorkspaceEvents(server.db, client.workspaceId);
+    const [heldRow, quickRow] = all.slice(2);
+    expect(heldRow!.memoryStoreId).toBe(storeA);
+    expect(quickRow!.memoryStoreId).toBe(storeB);
+    expect(heldRow!.position.id).toBeLessThan(quickRow!.position.id);
+
+    // A stream resuming from before both replays both, once each, in the same order.
+    const resumed = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, {
+      after: encodeEventCursor(all[0]!.position, all[0]!.occurredAt),
+    });
+    const replayed = eventsOf(await resumed.waitFor(3));
+    expect(replayed.map((event) => [event.kind, event.memoryStoreId])).toEqual([
+      ['STORE_CREATED', storeB],
+      ['MEMORY_CREATED', storeA],
+      ['MEMORY_CREATED', storeB],
+    ]);
+    stream.close();
+    resumed.close();
+  });
+});
+
+describe.skipIf(postgresUrl === undefined)('a writing transaction left open in another database of the same PostgreSQL server', () => {
+  it('holds nothing back: writes in this database are delivered while it runs', async () => {
+    const elsewhere = await createScratchPostgresDatabase('memstore_elsewhere');
+    const session = postgres(elsewhere.url, { max: 1, onnotice: () => {} });
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    // A transaction with an id of its own (what any write takes), older than everything below.
+    const transaction = session.begin(async (tx) => {
+      await tx`select pg_current_xact_id()`;
+      started();
+      await ended;
+    });
+    try {
+      await running;
+      const client = await server.newWorkspace();
+      const storeId = await createStoreNamed(client, 'elsewhere');
+      const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
+      await createMemoryAt(client, storeId, 'delivered.md', 'while another database waits');
+      expect(eventsOf(await stream.waitFor(1, 3000)).map((event) => event.memory.path)).toEqual(['delivered.md']);
+      stream.close();
+    } finally {
+      end();
+      await transaction;
+      await session.end();
+      await elsewhere.drop();
+    }
+  });
+});
+

@@ -1,0 +1,199 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import type { App } from '../../src/app.js';
+import { attachWebSocket, type WebSocketTransport } from '../../src/http/websocket.js';
+import { silentLogger } from '../../src/logger.js';
+
+/** One result of a stream: an event's data, or the errors that ended it. */
+export interface StreamResult {
+  data?: { memoryEvents: Record<string, any> } | null;
+  errors?: { message: string; extensions?: Record<string, unknown> }[];
+}
+
+/** A subscription as a test sees it: what arrived so far, and ways to wait for more. */
+export interface TestStream {
+  results: StreamResult[];
+  /** Resolves once `count` results have arrived (rejects after `timeoutMs`). */
+  waitFor(count: number, timeoutMs?: number): Promise<StreamResult[]>;
+  /** Resolves when the server ends the stream. */
+  ended: Promise<void>;
+  close(): void;
+}
+
+function collector(): { stream: Omit<TestStream, 'close' | 'ended'>; push: (result: StreamResult) => void } {
+  const results: StreamResult[] = [];
+  const waiters: (() => boolean)[] = [];
+  return {
+    stream: {
+      results,
+      waitFor(count, timeoutMs = 5000) {
+        return new Promise((resolve, reject) => {
+          const check = () => {
+            if (results.length >= count) {
+              clearTimeout(timer);
+              resolve(results);
+              return true;
+            }
+            return false;
+          };
+          const timer = setTimeout(() => reject(new Error(`waited ${timeoutMs} ms for ${count} results, got ${results.length}: ${JSON.stringify(results).slice(0, 2000)}`)), timeoutMs);
+          if (!check()) waiters.push(check);
+        });
+      },
+    },
+    push(result) {
+      results.push(result);
+      // Waiters still short of their count wait on.
+      const waiting = waiters.splice(0).filter((waiter) => !waiter());
+      waiters.push(...waiting);
+    },
+  };
+}
+
+/**
+ * GraphQL over SSE ("distinct connections" mode) through `fetch` (app.fetch or a real URL).
+ * Resolves once the response headers are in; `status` and `contentType` say what came back.
+ */
+export async function subscribeSse(
+  fetcher: (url: string, init: RequestInit) => Promise<Response>,
+  url: string,
+  token: string | null,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<TestStream & { status: number; contentType: string | null }> {
+  const controller = new AbortController();
+  const response = await fetcher(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ query, variables }),
+    signal: controller.signal,
+  });
+  const { stream, push } = collector();
+  const reader = response.headers.get('content-type')?.startsWith('text/event-stream') ? response.body!.getReader() : null;
+  const ended = (async () => {
+    const contentType = response.headers.get('content-type');
+    if (!contentType?.startsWith('text/event-stream')) {
+      push((await response.json()) as StreamResult);
+      return;
+    }
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for (;;) {
+        const { value: chunk, done } = await reader!.read();
+        if (done) return;
+        buffer += decoder.decode(chunk, { stream: true });
+        let boundary: number;
+        while ((boundary = buffer.indexOf('\n\n')) >= 0) {
+          const message = buffer.slice(0, boundary);
+          buffer = buffer.slice(boundary + 2);
+          const lines = message.split('\n');
+          const event = lines.find((line) => line.startsWith('event:'))?.slice(6).trim();
+          const data = lines.filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n');
+          if (event === 'next') push(JSON.parse(data) as StreamResult);
+          if (event === 'complete') return;
+        }
+      }
+    } catch (error) {
+      if (!controller.signal.aborted) throw error;
+    }
+  })();
+  ended.catch(() => {});
+  // Closing cancels the body (the server's stream ends at once, as when a socket closes), then aborts.
+  return {
+    ...stream,
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    ended,
+    close: () => {
+      if (reader) void reader.cancel().catch(() => {});
+      else controller.abort();
+    },
+  };
+}
+
+/** graphql-ws over a real WebSocket, the key in connection_init. */
+export function subscribeWs(url: string, token: string | null, query: string, variables: Record<string, unknown> = {}): TestStream & { client: Client } {
+  const client = createClient({
+    url,
+    webSocketImpl: WebSocket,
+    connectionParams: token ? { authorization: `Bearer ${token}` } : {},
+    retryAttempts: 0,
+    lazy: false,
+  });
+  const { stream, push } = collector();
+  let dispose: () => void = () => {};
+  const ended = new Promise<void>((resolve) => {
+    dispose = client.subscribe<any>(
+      { query, variables },
+      {
+        next: (result) => push(result as StreamResult),
+        error: (error) => {
+          push({ errors: Array.isArray(error) ? error : [{ message: String((error as Error)?.message ?? error) }] });
+          resolve();
+        },
+        complete: () => resolve(),
+      },
+    );
+  });
+  return { ...stream, ended, client, close: () => (dispose(), void client.dispose()) };
+}
+
+/** The app on a real port with the WebSocket transport attached, as src/server.ts runs it. */
+export async function listenWithWebSocket(app: App): Promise<{ url: string; wsUrl: string; server: Server; webSocket: WebSocketTransport; close: () => Promise<void> }> {
+  const server = createServer(app);
+  const webSocket = attachWebSocket(server, app, silentLogger);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    wsUrl: `ws://127.0.0.1:${port}/graphql`,
+    server,
+    webSocket,
+    close: async () => {
+      await webSocket.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** What the live-update tests select of each event. */
+export const EVENT_SELECTION = `cursor kind occurredAt memoryStoreId memoryStore { id name status } memoryId memory { id path content metadata } version { id operation path content redacted }`;
+
+export const SUBSCRIBE_EVENTS = `subscription Events($memoryStoreId: ID, $pathPrefix: String, $after: String) {
+  memoryEvents(memoryStoreId: $memoryStoreId, pathPrefix: $pathPrefix, after: $after) { ${EVENT_SELECTION} }
+}`;
+
+/** Runs an operation with a client's key; fails the test on errors. */
+export async function run(client: { send(body: unknown): Promise<{ data?: any; errors?: unknown[] }> }, query: string, variables: Record<string, unknown> = {}): Promise<any> {
+  const response = await client.send({ query, variables });
+  if (response.errors?.length || !response.data) throw new Error(`Expected data: ${JSON.stringify(response.errors)}`);
+  return response.data;
+}
+
+export async function createStoreNamed(client: Parameters<typeof run>[0], name: string, extra = ''): Promise<string> {
+  const data = await run(client, `mutation($name: String!) { createMemoryStore(input: { name: $name ${extra} }) { __typename ... on CreateMemoryStoreSuccess { memoryStore { id } } } }`, { name });
+  return data.createMemoryStore.memoryStore.id as string;
+}
+
+export async function createMemoryAt(client: Parameters<typeof run>[0], memoryStoreId: string, path: string, content: string): Promise<{ id: string; versionId: string }> {
+  const data = await run(
+    client,
+    `mutation($memoryStoreId: ID!, $path: String!, $content: String!) { createMemory(input: { memoryStoreId: $memoryStoreId, path: $path, content: $content }) { __typename ... on CreateMemorySuccess { memory { id latestVersion { id } } } } }`,
+    { memoryStoreId, path, content },
+  );
+  const memory = data.createMemory.memory;
+  if (!memory) throw new Error(`createMemory failed: ${JSON.stringify(data)}`);
+  return { id: memory.id, versionId: memory.latestVersion.id };
+}
+
+/** The events of a stream's results (fails on an error result). */
+export function eventsOf(results: StreamResult[]): Record<string, any>[] {
+  return results.map((result) => {
+    if (result.errors?.length || !result.data) throw new Error(`stream error: ${JSON.stringify(result.errors)}`);
+    return result.data.memoryEvents;
+  });
+}
