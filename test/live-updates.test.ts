@@ -22,8 +22,12 @@ const bothTransports = [
   { transport: 'WebSocket', open: async (token: string | null, variables: Record<string, unknown> = {}) => subscribeWs(http.wsUrl, token, SUBSCRIBE_EVENTS, variables) },
 ] as const;
 
-/** Every kind of write, one after another; resolves with the events they must produce, in order. */
-async function everyKindOfWrite(client: TestClient) {
+/**
+ * Every kind of write, one after another; resolves with the events they must produce, in order.
+ * An event's version is read when the event is delivered, so before the redaction the stream
+ * must have received the rename's event (else it would show that version already redacted).
+ */
+async function everyKindOfWrite(client: TestClient, stream: TestStream) {
   const expected: Record<string, unknown>[] = [];
   // A store created with an idempotency key, then the same request retried: one STORE_CREATED.
   const storeId = await createStoreNamed(client, 'live', ', idempotencyKey: "once"');
@@ -47,6 +51,7 @@ async function everyKindOfWrite(client: TestClient) {
   const renameVersionId = renamed.updateMemory.memory.latestVersion.id as string;
   expected.push({ kind: 'MEMORY_UPDATED', memoryStoreId: storeId, memoryId, version: { id: renameVersionId, operation: 'UPDATED', path: 'notes/b.md', content: 'two', redacted: false } });
 
+  await stream.waitFor(expected.length);
   await run(client, `mutation($id: ID!) { redactMemoryVersion(input: { id: $id }) { __typename } }`, { id: renameVersionId });
   expected.push({ kind: 'VERSION_REDACTED', memoryStoreId: storeId, memoryId, version: { id: renameVersionId, operation: 'UPDATED', path: 'notes/b.md', content: null, redacted: true } });
 
@@ -88,7 +93,7 @@ describe.each(bothTransports)('Subscription.memoryEvents over $transport', ({ op
     await new Promise((resolve) => setTimeout(resolve, 300));
     const strangerStream = await open(stranger.token);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const { expected } = await everyKindOfWrite(client);
+    const { expected } = await everyKindOfWrite(client, stream);
 
     const events = eventsOf(await stream.waitFor(expected.length));
     // Nothing more arrives.
@@ -99,6 +104,11 @@ describe.each(bothTransports)('Subscription.memoryEvents over $transport', ({ op
     expect(new Set(events.map((event) => event.cursor)).size).toBe(events.length);
     // Another workspace's stream sees none of it.
     expect(strangerStream.results).toEqual([]);
+    // Replayed now, the rename's event shows its version as it is now: redacted.
+    const replay = await open(client.token, { after: events[3]!.cursor });
+    const [renameReplayed] = eventsOf(await replay.waitFor(1));
+    expect(renameReplayed).toMatchObject({ kind: 'MEMORY_UPDATED', version: { id: expected[4]!.version && (expected[4]!.version as { id: string }).id, content: null, redacted: true } });
+    replay.close();
 
     // The database holds one row per change, in the same order.
     const rows = await server.db.select().from(memoryEvents).where(eq(memoryEvents.workspaceId, client.workspaceId));

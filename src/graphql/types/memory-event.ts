@@ -53,7 +53,7 @@ const MemoryEventRef = builder.objectRef<MemoryEventPayload>('MemoryEvent').impl
     version: t.field({
       type: MemoryVersionRef,
       nullable: true,
-      description: 'The version the change wrote (or, for VERSION_REDACTED, redacted); null for store events and once the store is deleted.',
+      description: 'The version the change wrote (or, for VERSION_REDACTED, redacted), read when the event is delivered: a version redacted since shows as redacted. Null for store events and once the store is deleted.',
       resolve: ({ version }) => version,
     }),
   }),
