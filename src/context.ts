@@ -26,6 +26,8 @@ export interface LiveContext {
   hub: EventHub;
   /** Whether the transport holds too much unsent for this consumer (its stream is then cut off). */
   stalled?: () => boolean;
+  /** Holds the transport's writes until the returned release: the events of one batch then leave in one write. */
+  hold?: () => () => void;
   /** Gives the next event fresh loaders and budget (set by forStream). */
   renew?: () => void;
 }

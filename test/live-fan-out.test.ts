@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { eventHubOf } from '../src/app.js';
 import { LocalStreamSlots } from '../src/subscriptions/stream-slots.js';
 import { countStatements, recordStatements } from '../src/db/statement-count.js';
-import { createMemoryAt, createStoreNamed, eventsOf, subscribeSse, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
+import type { Socket } from 'node:net';
+import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -15,7 +16,8 @@ import { useTestServer } from './support/server.js';
 const server = useTestServer({ live: { slots: new LocalStreamSlots(500), listen: false, pollIntervalMs: 3_600_000, keyCheckIntervalMs: 3_600_000, sweepIntervalMs: 3_600_000 } });
 const WRITES = 8;
 
-async function deliveryCost(subscribers: number, query = SUBSCRIBE_EVENTS): Promise<{ poll: number; streams: number; events: number }> {
+/** Opens `subscribers` streams (the i-th with `queries[i % queries.length]`), writes, polls once: the statements of each part. */
+async function deliveryCost(subscribers: number, queries: readonly string[] = [SUBSCRIBE_EVENTS]): Promise<{ poll: number; streams: number; events: number }> {
   const client = await server.newWorkspace();
   const storeId = await createStoreNamed(client, `fan-out ${subscribers}`);
   const hub = eventHubOf(server.app);
@@ -24,6 +26,7 @@ async function deliveryCost(subscribers: number, query = SUBSCRIBE_EVENTS): Prom
   // Whatever the streams' own resolvers send is recorded here, also after the callback returns.
   const { statements: streamStatements } = await recordStatements(async () => {
     for (let index = 0; index < subscribers; index += 1) {
+      const query = queries[index % queries.length]!;
       streams.push(await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, query, { memoryStoreId: storeId }));
     }
   });
@@ -71,11 +74,56 @@ describe('delivering one batch of writes', () => {
     stream.close();
   });
 
-  it('counts what streams send: a selection past the event\'s own objects (a store\'s memories) costs statements per stream', async () => {
+  it('executes an event once for every stream that asks the same of it: a selection past the event\'s own objects costs the same statements for 1 and for 50 streams, and one more execution per different operation', async () => {
     const nested = SUBSCRIBE_EVENTS.replace('memoryStore { id name status }', 'memoryStore { id name status memories(first: 1) { edges { node { path } } } }');
-    const cost = await deliveryCost(2, nested);
-    expect(cost.streams).toBeGreaterThanOrEqual(2 * WRITES);
+    const other = nested.replace('memories(first: 1)', 'memories(first: 2)');
+    const one = await deliveryCost(1, [nested]);
+    const fifty = await deliveryCost(50, [nested]);
+    const twoOperations = await deliveryCost(50, [nested, other]);
+    // The store's memories are loaded once per event (the statement count shows it is counted).
+    expect(one.streams).toBeGreaterThanOrEqual(WRITES);
+    expect(fifty.streams).toBe(one.streams);
+    expect(twoOperations.streams).toBe(2 * one.streams);
+    expect(fifty.events).toBe(50 * WRITES);
   }, 60_000);
+});
+
+describe('a batch of events on a real socket', () => {
+  it('leaves each stream\'s socket in one write, over SSE and over WebSocket, not one write per event', async () => {
+    const http = await listenWithWebSocket(server.app);
+    // Every write the server's sockets flush to the kernel (one write or writev call each).
+    let flushes = 0;
+    http.server.on('connection', (socket: Socket) => {
+      const counted = socket as unknown as { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown };
+      for (const method of ['_write', '_writev'] as const) {
+        const original = counted[method].bind(socket);
+        counted[method] = (...args: unknown[]) => {
+          flushes += 1;
+          return original(...args);
+        };
+      }
+    });
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'one write');
+    const hub = eventHubOf(server.app);
+    const sse = await subscribeSse(fetch, http.url, client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
+    const ws = subscribeWs(http.wsUrl, client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await hub.poll();
+      for (let index = 0; index < 20; index += 1) await createMemoryAt(client, storeId, `batch/${index}.md`, `event ${index}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      flushes = 0;
+      await hub.poll();
+      for (const stream of [sse, ws]) expect(eventsOf(await stream.waitFor(20)).map((event) => event.memory.path)).toEqual(Array.from({ length: 20 }, (_, index) => `batch/${index}.md`));
+      // 40 events: one flush per socket (a little slack for a keep-alive).
+      expect(flushes).toBeLessThanOrEqual(4);
+    } finally {
+      sse.close();
+      ws.close();
+      await http.close();
+    }
+  }, 30_000);
 });
 
 /**

@@ -195,6 +195,11 @@ export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
 export const EVENT_BATCH_SIZE = 500;
 /** How often an instance looks for new events without being woken (a missed notification is late by at most this). */
 export const EVENT_POLL_INTERVAL_MS = 250;
+/**
+ * The least time between two reads a notification wakes: commits that come faster are read
+ * together, in one batch for every stream (a write is then delivered at most this much later).
+ */
+export const EVENT_WAKE_GAP_MS = 20;
 /** How often the keys of open streams are checked for revocation. */
 export const STREAM_KEY_CHECK_INTERVAL_MS = 5_000;
 /** How often expired events are deleted, and how many per statement. */

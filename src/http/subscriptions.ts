@@ -1,21 +1,26 @@
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
-import type { ExecutionResult } from 'graphql';
+import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { IncomingMessage } from 'node:http';
 import type { ContextFactory } from '../context.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import type { EventHub } from '../subscriptions/event-hub.js';
+import { sharedShapeKey } from '../subscriptions/shared-results.js';
 import type { RequestPipeline } from './pipeline.js';
+import { holdOf } from './websocket.js';
 
 /**
  * The request stages of a subscription, on both transports (SSE through Yoga, graphql-ws
  * through Yoga's envelope in websocket.ts): the request was parsed, validated and admitted
  * like any other (yoga-stages.ts); here its cost is checked, its key identified, and its
  * stream gets a context of its own, with fresh loaders for every event. The access policy
- * (graphql/access.ts) then refuses IDENTITY keys before the stream opens.
+ * (graphql/access.ts) then refuses IDENTITY keys before the stream opens. Each event is
+ * executed once for all the streams that would answer it alike (shared-results.ts).
  */
 export function useSubscriptionStages(pipeline: RequestPipeline, contexts: ContextFactory, hub: EventHub): Plugin {
   return {
-    onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
-      const initial = args.contextValue as { request: Request; stalled?: () => boolean };
+    onSubscribe({ args, setSubscribeFn, setResultAndStopExecution }) {
+      // Over HTTP (SSE) the Node request is in the context Yoga starts from; over WebSocket, `hold` is (websocket.ts).
+      const initial = args.contextValue as { request: Request; stalled?: () => boolean; hold?: () => () => void; req?: IncomingMessage };
       const request = initial.request;
       const operation = selectOperation(args.document, args.operationName);
       if (!operation) return;
@@ -26,8 +31,13 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
       }
       setSubscribeFn(async (subscribeArgs) => {
         const viewer = await pipeline.identify(request);
-        const { context } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, stalled: initial.stalled });
-        return subscribeFn({ ...subscribeArgs, contextValue: context });
+        const { context } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, stalled: initial.stalled, hold: initial.hold ?? holdOf(initial.req?.socket) });
+        const args: ExecutionArgs = { ...(subscribeArgs as ExecutionArgs), contextValue: context };
+        // What graphql's own subscribe does (the source stream, then an execution per event), with the execution shared.
+        const source = await createSourceEventStream(args);
+        if (!isAsyncIterable(source)) return source;
+        const shape = sharedShapeKey(viewer, args.document, args.operationName, args.variableValues);
+        return mapStream(source, (payload) => hub.results.resultOf(payload as object, shape, () => execute({ ...args, rootValue: payload }) as ExecutionResult | Promise<ExecutionResult>));
       });
     },
   };
@@ -37,7 +47,7 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
  * Each result of a stream, settled as a single result is (masking, extensions). Not an async
  * generator: a consumer that leaves must end the stream at once, not when its next event comes.
  */
-export function mapStream(results: AsyncIterable<ExecutionResult>, settle: (result: ExecutionResult) => ExecutionResult): AsyncIterableIterator<ExecutionResult> {
+export function mapStream<Item>(results: AsyncIterable<Item>, settle: (item: Item) => ExecutionResult | Promise<ExecutionResult>): AsyncIterableIterator<ExecutionResult> {
   const source = results[Symbol.asyncIterator]();
   const done = { value: undefined, done: true } as const;
   return {
@@ -46,7 +56,7 @@ export function mapStream(results: AsyncIterable<ExecutionResult>, settle: (resu
     },
     async next() {
       const result = await source.next();
-      return result.done ? result : { value: settle(result.value), done: false };
+      return result.done ? done : { value: await settle(result.value), done: false };
     },
     async return() {
       await source.return?.();

@@ -1,8 +1,9 @@
 import type { IncomingMessage, Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_REQUEST_BODY_BYTES, STREAM_BUFFER_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
@@ -34,8 +35,41 @@ export interface WebSocketTransport {
 
 const ORIGIN = 'http://memstore.invalid';
 
+/**
+ * Holding a socket's writes (cork) until the release (uncork): the events of one batch then
+ * leave a socket in one write, not one each. Undefined without a socket (app.fetch in tests).
+ */
+export function holdOf(socket: Socket | undefined | null): (() => () => void) | undefined {
+  if (!socket) return undefined;
+  return () => {
+    if (socket.destroyed) return () => {};
+    socket.cork();
+    return () => {
+      if (!socket.destroyed && socket.writableCorked > 0) socket.uncork();
+    };
+  };
+}
+
+/**
+ * A WebSocket whose send reports success once the frame is queued on its socket, not once the
+ * kernel has taken it. graphql-ws awaits each send before it sends the stream's next result:
+ * with the default, the events of one batch would leave a socket in one write each, however
+ * long it is held (holdOf). A send that fails terminates the socket (its streams end, and
+ * their clients resume from their cursors). What waits unsent stays bounded: past
+ * STREAM_BUFFER_BYTES the consumer's streams are cut off (`stalled`).
+ */
+class QueuedSendWebSocket extends WebSocket {
+  override send(data: never, options?: unknown, callback?: (error?: Error) => void): void {
+    const done = typeof options === 'function' ? (options as (error?: Error) => void) : callback;
+    super.send(data, (typeof options === 'object' && options !== null ? options : {}) as never, (error?: Error) => {
+      if (error) this.terminate();
+    });
+    if (done) queueMicrotask(() => done());
+  }
+}
+
 export function attachWebSocket(server: Server, app: Enveloped, logger: Logger): WebSocketTransport {
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES });
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES, WebSocket: QueuedSendWebSocket });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = new URL(request.url ?? '/', ORIGIN).pathname;
     if (path !== '/graphql') {
@@ -63,8 +97,9 @@ export function attachWebSocket(server: Server, app: Enveloped, logger: Logger):
         const request = new Request(`${ORIGIN}/graphql`, { method: 'POST', headers });
         const ws = context.extra.socket;
         const stalled = () => ws.bufferedAmount > STREAM_BUFFER_BYTES;
+        const hold = holdOf((ws as unknown as { _socket?: Socket })._socket);
         try {
-          const enveloped = app.getEnveloped({ request, params: payload, stalled });
+          const enveloped = app.getEnveloped({ request, params: payload, stalled, hold });
           const document = enveloped.parse(payload.query);
           const errors = enveloped.validate(enveloped.schema, document);
           if (errors.length > 0) return errors.map((error) => maskError(error));

@@ -14,10 +14,11 @@ import {
   type EventSubjects,
   type MemoryEventRecord,
 } from '../domain/events.js';
-import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
+import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { EventStream, payloadOf, streamError, type StreamFilter } from './event-stream.js';
+import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
 
 /**
@@ -56,6 +57,8 @@ export interface EventHubOptions {
   slots?: StreamSlots;
   retentionDays: number;
   pollIntervalMs?: number;
+  /** The least time between two reads woken by notifications (EVENT_WAKE_GAP_MS). */
+  wakeGapMs?: number;
   keyCheckIntervalMs?: number;
   sweepIntervalMs?: number;
   bufferEvents?: number;
@@ -73,6 +76,7 @@ export interface OpenStreamOptions {
   after: string | null;
   now: Date;
   stalled?: () => boolean;
+  hold?: () => () => void;
 }
 
 export class EventHub {
@@ -85,11 +89,15 @@ export class EventHub {
   private starting: Promise<void> | null = null;
   private polling = false;
   private pollAgain = false;
+  private lastPollAt = 0;
+  private wakeTimer: NodeJS.Timeout | null = null;
   private timers: NodeJS.Timeout[] = [];
   private unlisten: (() => Promise<void>) | null = null;
   private closed = false;
   private readonly batchSize: number;
   private readonly bufferEvents: number;
+  /** The executions of this hub's events, shared by the streams that answer them alike. */
+  readonly results = new SharedEventResults();
 
   constructor(private readonly options: EventHubOptions) {
     this.db = options.db;
@@ -109,7 +117,7 @@ export class EventHub {
       this.position = await currentEventHorizon(this.db);
       if (this.options.notifications) {
         try {
-          this.unlisten = await this.options.notifications(EVENTS_CHANNEL, () => asInstanceWork(() => void this.poll()));
+          this.unlisten = await this.options.notifications(EVENTS_CHANNEL, () => asInstanceWork(() => this.wake()));
         } catch (error) {
           this.logger.warn('live updates: cannot LISTEN; new events are found by polling only', { error });
         }
@@ -150,7 +158,7 @@ export class EventHub {
       this.slots.release(viewer.apiKeyId);
       throw error;
     }
-    const stream = new EventStream(viewer, options.filter, from, this.bufferEvents, (ended) => this.forget(ended), options.stalled);
+    const stream = new EventStream(viewer, options.filter, from, this.bufferEvents, (ended) => this.forget(ended), options.stalled, options.hold);
     let group = this.streams.get(viewer.workspaceId);
     if (!group) this.streams.set(viewer.workspaceId, (group = new Set()));
     group.add(stream);
@@ -194,6 +202,23 @@ export class EventHub {
     }
   }
 
+  /**
+   * A notification: a read soon, but not sooner than the wake gap after the last one, so
+   * that commits arriving faster than that are read and fanned out as one batch.
+   */
+  wake(): void {
+    if (this.wakeTimer !== null || this.closed) return;
+    const wait = this.lastPollAt + (this.options.wakeGapMs ?? EVENT_WAKE_GAP_MS) - performance.now();
+    if (wait <= 0) {
+      void this.poll();
+      return;
+    }
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = null;
+      void this.poll();
+    }, wait);
+  }
+
   /** Reads every committed event past the hub's position, batch by batch, and fans each out. Concurrent wakes coalesce. */
   async poll(): Promise<void> {
     if (this.position === null || this.closed) return;
@@ -202,6 +227,7 @@ export class EventHub {
       return;
     }
     this.polling = true;
+    this.lastPollAt = performance.now();
     try {
       do {
         this.pollAgain = false;
@@ -210,10 +236,24 @@ export class EventHub {
           if (batch.length === 0) break;
           const wanted = batch.filter((event) => this.streams.has(event.workspaceId));
           const subjects = wanted.length ? await loadEventSubjects(this.db, wanted) : null;
+          // Each stream's transport holds its writes while the batch reaches it: its events
+          // leave in one write, once every stream has answered them (after this turn's
+          // promises and ticks).
+          const releases: (() => void)[] = [];
+          const held = new Set<EventStream>();
           for (const event of wanted) {
             const payload = payloadOf(event, subjects!);
-            for (const stream of this.streams.get(event.workspaceId) ?? []) if (stream.matches(event)) stream.push(payload);
+            for (const stream of this.streams.get(event.workspaceId) ?? []) {
+              if (!stream.matches(event)) continue;
+              if (!held.has(stream)) {
+                held.add(stream);
+                const release = stream.hold();
+                if (release) releases.push(release);
+              }
+              stream.push(payload);
+            }
           }
+          if (releases.length > 0) setImmediate(() => releases.forEach((release) => release()));
           this.position = batch.at(-1)!.position;
           if (batch.length < this.batchSize) break;
         }
@@ -269,6 +309,7 @@ export class EventHub {
     if (this.closed) return;
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
+    if (this.wakeTimer !== null) clearTimeout(this.wakeTimer);
     for (const group of [...this.streams.values()]) for (const stream of [...group]) stream.close();
     await this.starting?.catch(() => {});
     await this.unlisten?.().catch(() => {});

@@ -77,7 +77,15 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     private readonly onEnd: (stream: EventStream) => void,
     /** Whether the transport still holds too much unsent for this consumer (WebSocket). */
     private readonly stalled: () => boolean = () => false,
+    /** Holds the transport's writes until the returned release (a corked socket), when it can. */
+    private readonly holdTransport?: () => () => void,
   ) {}
+
+  /** Holds this stream's transport for a batch; null when it cannot be held or the stream is not live. */
+  hold(): (() => void) | null {
+    if (!this.holdTransport || !this.live || !this.isOpen) return null;
+    return this.holdTransport();
+  }
 
   matches(event: MemoryEventRecord): boolean {
     return event.workspaceId === this.viewer.workspaceId && matches(this.filter, event);

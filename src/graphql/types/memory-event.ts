@@ -92,6 +92,7 @@ builder.subscriptionField('memoryEvents', (t) =>
         after: args.after ?? null,
         now: context.now,
         stalled: live.stalled,
+        hold: live.hold,
       });
       // Each event is answered with loaders and a budget of its own.
       return {

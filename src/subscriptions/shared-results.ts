@@ -1,0 +1,61 @@
+import type { DocumentNode, ExecutionResult } from 'graphql';
+import type { Viewer } from '../domain/viewer.js';
+
+/**
+ * One execution of an event for every stream that would answer it the same way. The poller
+ * hands one payload object to every stream its event matches (event-hub.ts); streams whose
+ * operation (the same document, operation name and variables) is run by keys that see the
+ * same things (one workspace, one kind of key and identity: the access policy decides by nothing else)
+ * would each compute the same result. The first of them executes it; the others take its
+ * result. A thousand dashboards on one workspace then cost one execution per event, not a
+ * thousand.
+ *
+ * A result with errors is not shared: errors carry what belongs to one request (its request
+ * id, its log line), so each stream then executes the event on its own. Entries live as
+ * long as the payload they belong to (a WeakMap keyed by it): once every stream has sent
+ * the event, they go with it.
+ */
+
+const documentIds = new WeakMap<DocumentNode, number>();
+let nextDocumentId = 0;
+
+/** The same text parsed twice is the same operation; a document without its text is itself. */
+function documentKey(document: DocumentNode): string {
+  const text = document.loc?.source.body;
+  if (text !== undefined) return `t:${text}`;
+  let id = documentIds.get(document);
+  if (id === undefined) documentIds.set(document, (id = (nextDocumentId += 1)));
+  return `d:${id}`;
+}
+
+/** What makes two streams' answers to one event the same: the operation and who asks. */
+export function sharedShapeKey(viewer: Viewer, document: DocumentNode, operationName: string | null | undefined, variables: unknown): string {
+  return JSON.stringify([viewer.workspaceId, viewer.kind, viewer.identityId, operationName ?? null, variables ?? null]) + documentKey(document);
+}
+
+export class SharedEventResults {
+  private readonly byPayload = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+  /** Executions run, and results taken from another stream's execution (tests and metrics). */
+  executions = 0;
+  shared = 0;
+
+  /** The result of `payload` for streams of `shape`: executed once (by the first asker), unless it has errors. */
+  async resultOf(payload: object, shape: string, execute: () => ExecutionResult | Promise<ExecutionResult>): Promise<ExecutionResult> {
+    let results = this.byPayload.get(payload);
+    if (!results) this.byPayload.set(payload, (results = new Map()));
+    const pending = results.get(shape);
+    if (pending) {
+      const result = await pending.catch(() => null);
+      if (result && !result.errors?.length) {
+        this.shared += 1;
+        return result;
+      }
+      this.executions += 1;
+      return execute();
+    }
+    this.executions += 1;
+    const own = Promise.resolve().then(execute);
+    results.set(shape, own);
+    return own;
+  }
+}
