@@ -1,4 +1,5 @@
 import net from 'node:net';
+import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
 import { eventHubOf } from '../src/app.js';
 import { encodeEventCursor } from '../src/domain/events.js';
@@ -143,6 +144,52 @@ describe('a consumer that stops reading', () => {
       expect([...delivered, ...rest].map((event) => event.version.path)).toEqual(Array.from({ length: total }, (_, index) => `m${index}.md`));
       resumed.close();
       socket.destroy();
+    } finally {
+      await http.close();
+    }
+  }, 60_000);
+});
+
+describe('a WebSocket consumer that stops reading', () => {
+  it('is cut off with SLOW_CONSUMER once what waits unsent passes the bound, though graphql-ws takes every result at once; it resumes from its last cursor', async () => {
+    const http = await listenWithWebSocket(server.app);
+    try {
+      const client = await server.newWorkspace();
+      const storeId = await createStoreNamed(client, 'slow ws');
+      const messages: { id?: string; type: string; payload?: any }[] = [];
+      const ws = new WebSocket(http.wsUrl, 'graphql-transport-ws');
+      ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
+      const closed = new Promise((resolve) => ws.once('close', resolve));
+      await new Promise((resolve) => ws.once('open', resolve));
+      ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${client.token}` } }));
+      while (!messages.some((message) => message.type === 'connection_ack')) await new Promise((resolve) => setTimeout(resolve, 10));
+      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIBE_EVENTS, variables: { memoryStoreId: storeId } } }));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await createMemoryAt(client, storeId, 'm0.md', LARGE);
+      while (!messages.some((message) => message.type === 'next')) await new Promise((resolve) => setTimeout(resolve, 20));
+      // Stop reading: the kernel's buffers fill, then the server's socket holds what is unsent.
+      (ws as unknown as { _socket: net.Socket })._socket.pause();
+      const total = 120;
+      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `m${index}.md`, LARGE);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(eventHubOf(server.app).openStreams).toBe(0);
+
+      // Reading again: what was on its way, then the error, then the end of the subscription.
+      (ws as unknown as { _socket: net.Socket })._socket.resume();
+      while (!messages.some((message) => message.type === 'complete')) await new Promise((resolve) => setTimeout(resolve, 20));
+      const results = messages.filter((message) => message.type === 'next').map((message) => message.payload);
+      expect(results.at(-1).errors[0].extensions.code).toBe('SLOW_CONSUMER');
+      const delivered = results.slice(0, -1).map((result) => result.data.memoryEvents);
+      expect(delivered.length).toBeGreaterThanOrEqual(1);
+      // The server held at most its bound (4 MiB) of ~200 KB events unsent, besides what the kernel took.
+      expect(delivered.length).toBeLessThan(total);
+
+      const resumed = await open(client.token, { memoryStoreId: storeId, after: delivered.at(-1).cursor });
+      const rest = eventsOf(await resumed.waitFor(total - delivered.length, 20_000));
+      expect([...delivered, ...rest].map((event) => event.version.path)).toEqual(Array.from({ length: total }, (_, index) => `m${index}.md`));
+      resumed.close();
+      ws.close();
+      await closed;
     } finally {
       await http.close();
     }

@@ -200,6 +200,12 @@ export const EVENT_POLL_INTERVAL_MS = 250;
  * together, in one batch for every stream (a write is then delivered at most this much later).
  */
 export const EVENT_WAKE_GAP_MS = 20;
+/**
+ * A batch of events whose content is at most this is held on each socket until all of it is
+ * written, so that it leaves in one write; a larger batch is written as it goes (held, it
+ * could pass the unsent bound STREAM_BUFFER_BYTES and cut off a consumer that reads well).
+ */
+export const EVENT_HOLD_MAX_BYTES = 256 * 1024;
 /** How often the keys of open streams are checked for revocation. */
 export const STREAM_KEY_CHECK_INTERVAL_MS = 5_000;
 /** How often expired events are deleted, and how many per statement. */

@@ -14,10 +14,10 @@ import {
   type EventSubjects,
   type MemoryEventRecord,
 } from '../domain/events.js';
-import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
+import { EVENT_BATCH_SIZE, EVENT_HOLD_MAX_BYTES, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { EventStream, payloadOf, streamError, type StreamFilter } from './event-stream.js';
+import { EventStream, payloadBytes, payloadOf, streamError, type StreamFilter } from './event-stream.js';
 import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
 
@@ -236,16 +236,18 @@ export class EventHub {
           if (batch.length === 0) break;
           const wanted = batch.filter((event) => this.streams.has(event.workspaceId));
           const subjects = wanted.length ? await loadEventSubjects(this.db, wanted) : null;
-          // Each stream's transport holds its writes while the batch reaches it: its events
-          // leave in one write, once every stream has answered them (after this turn's
-          // promises and ticks).
+          // Each stream's transport holds its writes while a small batch reaches it: its
+          // events leave in one write, once every stream has answered them (after this
+          // turn's promises and ticks).
+          const payloads = wanted.map((event) => payloadOf(event, subjects!));
+          const hold = payloads.reduce((bytes, payload) => bytes + payloadBytes(payload), 0) <= EVENT_HOLD_MAX_BYTES;
           const releases: (() => void)[] = [];
           const held = new Set<EventStream>();
-          for (const event of wanted) {
-            const payload = payloadOf(event, subjects!);
+          for (const payload of payloads) {
+            const { event } = payload;
             for (const stream of this.streams.get(event.workspaceId) ?? []) {
               if (!stream.matches(event)) continue;
-              if (!held.has(stream)) {
+              if (hold && !held.has(stream)) {
                 held.add(stream);
                 const release = stream.hold();
                 if (release) releases.push(release);

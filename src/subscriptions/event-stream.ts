@@ -41,7 +41,7 @@ function matches(filter: StreamFilter, event: MemoryEventRecord): boolean {
 }
 
 /** The content an event carries to its consumer (the objects are shared by every stream, but a queue keeps them alive). */
-function payloadBytes(payload: MemoryEventPayload): number {
+export function payloadBytes(payload: MemoryEventPayload): number {
   return 512 + (payload.memory?.contentSizeBytes ?? 0) + (payload.version?.contentSizeBytes ?? 0);
 }
 
@@ -123,6 +123,12 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     if (this.ended || this.failed) return;
     if (comparePositions(payload.event.position, this.position) <= 0) return;
     this.position = payload.event.position;
+    // A transport that takes results without waiting for them to be sent (graphql-ws) holds
+    // the unsent ones itself: past its bound the consumer is not reading, waiting or not.
+    if (this.stalled()) {
+      this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+      return;
+    }
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = null;
@@ -131,7 +137,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     }
     this.queue.push(payload);
     this.queuedBytes += payloadBytes(payload);
-    if (this.queue.length > this.bufferEvents || this.queuedBytes > STREAM_BUFFER_BYTES || this.stalled()) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+    if (this.queue.length > this.bufferEvents || this.queuedBytes > STREAM_BUFFER_BYTES) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
   }
 
   /** Ends the stream with an error the consumer receives next (what was buffered is dropped: memory is freed now). */
