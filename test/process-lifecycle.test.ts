@@ -234,10 +234,18 @@ describe.runIf(process.platform === 'linux')(`stopping the server process (${pos
       const code = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), EXIT_WITHIN_MS))]);
       expect(code, server.stderr()).toBe(0);
       const closedAfterMs = (await closed) - signalledAt;
-      // Not before the drain deadline (7 s): it was given its chance to finish.
+      // Not before the drain deadline (7 s): it was given its chance to finish. (No upper
+      // bound from this process's clock: on a loaded machine it may see the close late. The
+      // server's own log times the cut, and the exit above bounds it.)
       expect(closedAfterMs).toBeGreaterThanOrEqual(6_500);
-      expect(closedAfterMs).toBeLessThan(EXIT_WITHIN_MS);
-      expect(server.stdout()).toMatch(/"msg":"drain deadline passed: closing remaining connections"/);
+      const logged = (message: string) => {
+        const line = server.stdout().split('\n').find((entry) => entry.includes(`"msg":"${message}`));
+        expect(line, `log line "${message}"`).toBeDefined();
+        return Date.parse(JSON.parse(line!).time as string);
+      };
+      const cutAfterMs = logged('drain deadline passed: closing remaining connections') - logged('shutting down: finishing in-flight requests');
+      expect(cutAfterMs).toBeGreaterThanOrEqual(6_900);
+      expect(cutAfterMs).toBeLessThan(EXIT_WITHIN_MS);
       expect(await canListenOn(Number(url.port), url.hostname)).toBe(true);
     });
   });
