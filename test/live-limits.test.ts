@@ -196,6 +196,47 @@ describe('a WebSocket consumer that stops reading', () => {
   }, 60_000);
 });
 
+describe('a WebSocket consumer that resumes far behind and reads slowly', () => {
+  it('gets the whole replay at its own pace, and is not cut off', async () => {
+    const http = await listenWithWebSocket(server.app);
+    try {
+      const client = await server.newWorkspace();
+      const storeId = await createStoreNamed(client, 'slow replay');
+      // The cursor of the store's first event, as a dashboard that saw it keeps it.
+      const watcher = await open(client.token, { memoryStoreId: storeId });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await createMemoryAt(client, storeId, 'r0.md', 'first');
+      const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
+      watcher.close();
+      const total = 80;
+      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `r${index}.md`, LARGE);
+      const messages: { type: string; payload?: any }[] = [];
+      const ws = new WebSocket(http.wsUrl, 'graphql-transport-ws');
+      ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
+      await new Promise((resolve) => ws.once('open', resolve));
+      const socket = (ws as unknown as { _socket: net.Socket })._socket;
+      ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${client.token}` } }));
+      while (!messages.some((message) => message.type === 'connection_ack')) await new Promise((resolve) => setTimeout(resolve, 10));
+      // Resume from the store's first event: the rest is a replay of ~16 MB of results, more than the socket buffers and the unsent bound.
+      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIBE_EVENTS, variables: { memoryStoreId: storeId, after: firstCursor } } }));
+      // A slow reader: it stops for a second at a time.
+      for (let pause = 0; pause < 3; pause += 1) {
+        socket.pause();
+        await new Promise((resolve) => setTimeout(resolve, 700));
+        socket.resume();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const results = () => messages.filter((message) => message.type === 'next').map((message) => message.payload);
+      for (let waited = 0; waited < 20_000 && results().length < total - 1; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
+      expect(results().map((result) => result.data.memoryEvents.version.path)).toEqual(Array.from({ length: total - 1 }, (_, index) => `r${index + 1}.md`));
+      ws.close();
+    } finally {
+      await http.close();
+    }
+  }, 60_000);
+});
+
 /** 100 KB of content: a few such events fill a socket's buffers. */
 const LARGE = 'x'.repeat(100_000);
 

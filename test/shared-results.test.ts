@@ -57,4 +57,24 @@ describe('shared event results', () => {
     expect(settled[0]!.status).toBe('rejected');
     expect(settled[1]).toEqual({ status: 'fulfilled', value: { data: { ok: true } } });
   });
+
+  it('are shared for a window of time only: a stream further behind executes the event itself, and old results are forgotten', async () => {
+    let clock = 0;
+    const shared = new SharedEventResults(1_000, () => clock);
+    const shape = sharedShapeKey(admin, document, null, {});
+    let runs = 0;
+    const execute = () => ({ data: { n: (runs += 1) } });
+    const early = {};
+    expect((await shared.resultOf(early, shape, execute)).data).toEqual({ n: 1 });
+    clock = 999;
+    expect((await shared.resultOf(early, shape, execute)).data).toEqual({ n: 1 });
+    clock = 1_000;
+    // Past the window: executed anew for the late stream, and the old result is gone.
+    expect((await shared.resultOf(early, shape, execute)).data).toEqual({ n: 2 });
+    for (let index = 0; index < 50; index += 1) await shared.resultOf({}, shape, execute);
+    expect(shared.size).toBe(51);
+    clock = 5_000;
+    await shared.resultOf({}, shape, execute);
+    expect(shared.size).toBe(1);
+  });
 });

@@ -191,6 +191,12 @@ export const DEFAULT_EVENT_RETENTION_DAYS = 7;
 export const STREAM_BUFFER_EVENTS = 1000;
 /** Content bytes a stream may hold for a consumer that is not reading (and bytes a WebSocket may hold unsent) before it is cut off. */
 export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
+/**
+ * What a WebSocket may hold unsent before a send waits for its frame to reach the kernel:
+ * below it, results of one batch are written together; above it, a consumer that reads
+ * slowly holds the next results in its stream's queue (bounded) rather than as frames.
+ */
+export const STREAM_SEND_AHEAD_BYTES = 64 * 1024;
 /** Events one statement reads, for every stream of an instance at once (and for a stream that replays). */
 export const EVENT_BATCH_SIZE = 500;
 /** How often an instance looks for new events without being woken (a missed notification is late by at most this). */

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
-import { MAX_REQUEST_BODY_BYTES, STREAM_BUFFER_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
+import { MAX_REQUEST_BODY_BYTES, STREAM_BUFFER_BYTES, STREAM_KEEP_ALIVE_MS, STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
 
@@ -51,20 +51,28 @@ export function holdOf(socket: Socket | undefined | null): (() => () => void) | 
 }
 
 /**
- * A WebSocket whose send reports success once the frame is queued on its socket, not once the
- * kernel has taken it. graphql-ws awaits each send before it sends the stream's next result:
- * with the default, the events of one batch would leave a socket in one write each, however
- * long it is held (holdOf). A send that fails terminates the socket (its streams end, and
- * their clients resume from their cursors). What waits unsent stays bounded: past
- * STREAM_BUFFER_BYTES the consumer's streams are cut off (`stalled`).
+ * A WebSocket whose send reports success once the frame is queued on its socket, as long as
+ * little waits unsent (STREAM_SEND_AHEAD_BYTES); past that, once the kernel has taken it.
+ * graphql-ws awaits each send before it sends the stream's next result: with the default,
+ * the events of one batch would leave a socket in one write each, however long it is held
+ * (holdOf). A consumer that reads slowly still makes its sends wait, so its next results wait
+ * in its stream's bounded queue, and its replay slows down to its pace. A send that fails
+ * terminates the socket (its streams end, and their clients resume from their cursors).
  */
 class QueuedSendWebSocket extends WebSocket {
   override send(data: never, options?: unknown, callback?: (error?: Error) => void): void {
     const done = typeof options === 'function' ? (options as (error?: Error) => void) : callback;
+    let reported = false;
+    const report = () => {
+      if (reported) return;
+      reported = true;
+      done?.();
+    };
     super.send(data, (typeof options === 'object' && options !== null ? options : {}) as never, (error?: Error) => {
       if (error) this.terminate();
+      report();
     });
-    if (done) queueMicrotask(() => done());
+    if (this.bufferedAmount <= STREAM_SEND_AHEAD_BYTES) queueMicrotask(report);
   }
 }
 

@@ -45,6 +45,17 @@ import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
  */
 const asInstanceWork = AsyncResource.bind(<T>(work: () => T): T => work());
 
+/** Releases every held transport, whatever one of them throws. */
+function releaseAll(releases: readonly (() => void)[], logger: Logger): void {
+  for (const release of releases) {
+    try {
+      release();
+    } catch (error) {
+      logger.warn('live updates: releasing a held socket failed', { error });
+    }
+  }
+}
+
 function laterOf(left: EventPosition, right: EventPosition): EventPosition {
   return comparePositions(left, right) >= 0 ? left : right;
 }
@@ -243,19 +254,22 @@ export class EventHub {
           const hold = payloads.reduce((bytes, payload) => bytes + payloadBytes(payload), 0) <= EVENT_HOLD_MAX_BYTES;
           const releases: (() => void)[] = [];
           const held = new Set<EventStream>();
-          for (const payload of payloads) {
-            const { event } = payload;
-            for (const stream of this.streams.get(event.workspaceId) ?? []) {
-              if (!stream.matches(event)) continue;
-              if (hold && !held.has(stream)) {
-                held.add(stream);
-                const release = stream.hold();
-                if (release) releases.push(release);
+          try {
+            for (const payload of payloads) {
+              const { event } = payload;
+              for (const stream of this.streams.get(event.workspaceId) ?? []) {
+                if (!stream.matches(event)) continue;
+                if (hold && !held.has(stream)) {
+                  held.add(stream);
+                  const release = stream.hold();
+                  if (release) releases.push(release);
+                }
+                stream.push(payload);
               }
-              stream.push(payload);
             }
+          } finally {
+            if (releases.length > 0) setImmediate(() => releaseAll(releases, this.logger));
           }
-          if (releases.length > 0) setImmediate(() => releases.forEach((release) => release()));
           this.position = batch.at(-1)!.position;
           if (batch.length < this.batchSize) break;
         }

@@ -11,9 +11,11 @@ import type { Viewer } from '../domain/viewer.js';
  * thousand.
  *
  * A result with errors is not shared: errors carry what belongs to one request (its request
- * id, its log line), so each stream then executes the event on its own. Entries live as
- * long as the payload they belong to (a WeakMap keyed by it): once every stream has sent
- * the event, they go with it.
+ * id, its log line), so each stream then executes the event on its own. A result is shared
+ * for SHARED_RESULT_WINDOW_MS after it was made: a stream further behind (a slow consumer,
+ * or one that resumes) executes the event itself, as it would without sharing, so that what
+ * its selection reads beyond the event's own objects is not older than that, and results
+ * are not kept alive by streams that lag.
  */
 
 const documentIds = new WeakMap<DocumentNode, number>();
@@ -33,16 +35,45 @@ export function sharedShapeKey(viewer: Viewer, document: DocumentNode, operation
   return JSON.stringify([viewer.workspaceId, viewer.kind, viewer.identityId, operationName ?? null, variables ?? null]) + documentKey(document);
 }
 
+/** How long an execution of an event is shared with the streams that ask the same of it. */
+export const SHARED_RESULT_WINDOW_MS = 1_000;
+
 export class SharedEventResults {
-  private readonly byPayload = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+  private readonly byPayload = new Map<object, Map<string, Promise<ExecutionResult>>>();
+  /** When each payload's first execution began, oldest first (Map keeps insertion order). */
+  private readonly madeAt = new Map<object, number>();
   /** Executions run, and results taken from another stream's execution (tests and metrics). */
   executions = 0;
   shared = 0;
 
+  constructor(
+    private readonly windowMs = SHARED_RESULT_WINDOW_MS,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** How many events have results kept for sharing (tests). */
+  get size(): number {
+    return this.byPayload.size;
+  }
+
+  /** Forgets the results made longer than the window ago. */
+  private sweep(now: number): void {
+    for (const [payload, at] of this.madeAt) {
+      if (now - at < this.windowMs) break;
+      this.madeAt.delete(payload);
+      this.byPayload.delete(payload);
+    }
+  }
+
   /** The result of `payload` for streams of `shape`: executed once (by the first asker), unless it has errors. */
   async resultOf(payload: object, shape: string, execute: () => ExecutionResult | Promise<ExecutionResult>): Promise<ExecutionResult> {
+    const now = this.now();
+    this.sweep(now);
     let results = this.byPayload.get(payload);
-    if (!results) this.byPayload.set(payload, (results = new Map()));
+    if (!results) {
+      this.byPayload.set(payload, (results = new Map()));
+      this.madeAt.set(payload, now);
+    }
     const pending = results.get(shape);
     if (pending) {
       const result = await pending.catch(() => null);
