@@ -67,7 +67,8 @@ export async function freePort(): Promise<number> {
  */
 export async function startServer(name: string, script: string, env: Record<string, string>, core: number | null, cwd = ROOT): Promise<ServerProcess> {
   const port = await freePort();
-  const nodeArguments = [...(process.env.BENCH_CPU_PROF && name.startsWith('memstore') ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []), '--import', 'tsx', script];
+  // A built script (dist/*.js) runs on plain Node, as in production; TypeScript through tsx.
+  const nodeArguments = [...(process.env.BENCH_CPU_PROF && name.startsWith('memstore') ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []), ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script];
   const [command, args] = core === null ? [process.execPath, nodeArguments] : ['taskset', ['-c', String(core), process.execPath, ...nodeArguments]];
   const child = spawn(command, args, {
     cwd,

@@ -17,6 +17,9 @@
  *   --without-metrics  also measure this memstore with /metrics off (what metrics cost, same run)
  *   --keep-database   keep database memstore_bench afterwards (dropped by default)
  *
+ * memstore runs as in production: `npm run build` first, then `node dist/server.js` (a
+ * --compare checkout without a build script runs its src/server.ts through tsx).
+ *
  * Creates database memstore_bench next to DATABASE_URL's, migrates and seeds it, checks
  * once per workload that memstore and the baseline return the same data, counts each
  * workload's SQL statements through a counting proxy, then measures each server alone.
@@ -145,7 +148,7 @@ async function start(
   core: number | null,
   variant: { dataDir?: string; cwd?: string; script?: string; metrics?: boolean } = {},
 ): Promise<ServerProcess> {
-  const { dataDir, cwd, script = 'src/server.ts', metrics = true } = variant;
+  const { dataDir, cwd, script = serverScript(cwd ?? ROOT), metrics = true } = variant;
   const environment = memstoreEnvironment(databaseUrl ? { DATABASE_URL: databaseUrl } : { MEMSTORE_DATA_DIR: dataDir! });
   if (!metrics) delete environment.MEMSTORE_METRICS_TOKEN;
   const server =
@@ -171,6 +174,18 @@ async function send(server: ServerProcess, workload: Workload, kind: TargetKind)
   return spec.done(response.status, await response.text());
 }
 
+/** Builds a checkout for production when it can; the script memstore then runs from (dist/server.js, or src/server.ts). */
+function buildForProduction(directory: string): void {
+  const manifest = JSON.parse(fs.readFileSync(path.join(directory, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  if (!manifest.scripts?.build) return;
+  log(`npm run build in ${directory}`);
+  execFileSync('npm', ['run', 'build'], { cwd: directory, stdio: 'ignore' });
+}
+
+function serverScript(directory: string): string {
+  return fs.existsSync(path.join(directory, 'dist', 'server.js')) ? 'dist/server.js' : 'src/server.ts';
+}
+
 /** The commit a checkout runs, read when the run starts ("+changes" when src/ differs from it). */
 function currentCommit(directory = ROOT): string {
   try {
@@ -188,6 +203,8 @@ async function main(): Promise<void> {
   const commit = currentCommit();
   const pinning = pinLoadGenerator();
   log(`${pinning.note}`);
+  buildForProduction(ROOT);
+  if (compareDir) buildForProduction(compareDir);
   log(`workloads ${workloadNames.join(', ')}; ${duration} s after ${warmup} s warm-up; ${connections} connections${flags.long ? '; --long' : ''}${flags.pglite ? '; --pglite' : ''}`);
 
   log(`creating database ${BENCH_DATABASE}, migrating and seeding ${BENCH_SHAPE.stores} stores × ${BENCH_SHAPE.memoriesPerStore} memories × ${BENCH_SHAPE.versionsPerMemory} versions`);
@@ -252,7 +269,7 @@ async function main(): Promise<void> {
   const variants: { server: ServerProcess; target: Row['target'] }[] = [];
   if (compareDir) variants.push({ server: await start(`memstore at ${compareCommit}`, 'memstore', benchUrl, pinning.serverCore, { cwd: compareDir }), target: 'memstore-compared' });
   if (flags['without-lean-path']) {
-    const server = await start('memstore without the lean path', 'memstore', benchUrl, pinning.serverCore, { script: 'test/bench/memstore-without-lean-path.ts' });
+    const server = await start('memstore without the lean path', 'memstore', benchUrl, pinning.serverCore, { script: 'test/bench/memstore-without-lean-path.mjs' });
     variants.push({ server, target: 'memstore-without-lean-path' });
   }
   if (flags['without-metrics']) {
