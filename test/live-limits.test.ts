@@ -5,7 +5,7 @@ import { eventHubOf } from '../src/app.js';
 import { encodeEventCursor } from '../src/domain/events.js';
 import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY } from '../src/domain/limits.js';
 import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, run, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
-import { useTestServer } from './support/server.js';
+import { useTestServer, type TestClient } from './support/server.js';
 
 /** Resuming, the per-key stream limit, revocation and a consumer that stops reading. */
 const SMALL_BUFFER = 25;
@@ -105,11 +105,8 @@ describe('revoking a key', () => {
 });
 
 describe('a consumer that stops reading', () => {
-  it(`is cut off with SLOW_CONSUMER once more than the buffer (${SMALL_BUFFER} events here) waits, and resumes from its last cursor`, async () => {
-    const http = await listenWithWebSocket(server.app);
-    try {
-      const client = await server.newWorkspace();
-      const storeId = await createStoreNamed(client, 'slow');
+  it(`is cut off with SLOW_CONSUMER once more than the buffer (${SMALL_BUFFER} events here) waits, and resumes from its last cursor`, () =>
+    onRealServer('slow', async (http, client, storeId) => {
       // A real socket that reads the first events, then stops reading (the kernel's buffers fill, then the stream's).
       const socket = net.connect(Number(new globalThis.URL(http.url).port), '127.0.0.1');
       await new Promise((resolve) => socket.once('connect', resolve));
@@ -121,14 +118,9 @@ describe('a consumer that stops reading', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       await createMemoryAt(client, storeId, 'm0.md', LARGE);
       while (!Buffer.concat(chunks).includes('m0.md')) await new Promise((resolve) => setTimeout(resolve, 20));
-      socket.pause();
       const total = 120;
-      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `m${index}.md`, LARGE);
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      expect(eventHubOf(server.app).openStreams).toBe(0);
-
+      await stopReadingWhileWriting(socket, client, storeId, total);
       // Reading again: what was on its way, then the error, then the end.
-      socket.resume();
       await closed;
       const messages = sseMessages(dechunk(Buffer.concat(chunks)));
       const last = messages.at(-1)!;
@@ -138,44 +130,22 @@ describe('a consumer that stops reading', () => {
       expect(delivered.length).toBeGreaterThanOrEqual(1);
       expect(delivered.length).toBeLessThan(total);
 
-      // Resuming after the last event it got gives every later one, once.
-      const resumed = await open(client.token, { memoryStoreId: storeId, after: delivered.at(-1).cursor });
-      const rest = eventsOf(await resumed.waitFor(total - delivered.length, 20_000));
-      expect([...delivered, ...rest].map((event) => event.version.path)).toEqual(Array.from({ length: total }, (_, index) => `m${index}.md`));
-      resumed.close();
+      await expectResumesAfter(client.token, storeId, delivered, total);
       socket.destroy();
-    } finally {
-      await http.close();
-    }
-  }, 60_000);
+    }), 60_000);
 });
 
 describe('a WebSocket consumer that stops reading', () => {
-  it('is cut off with SLOW_CONSUMER once what waits unsent passes the bound, though graphql-ws takes every result at once; it resumes from its last cursor', async () => {
-    const http = await listenWithWebSocket(server.app);
-    try {
-      const client = await server.newWorkspace();
-      const storeId = await createStoreNamed(client, 'slow ws');
-      const messages: { id?: string; type: string; payload?: any }[] = [];
-      const ws = new WebSocket(http.wsUrl, 'graphql-transport-ws');
-      ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
+  it('is cut off with SLOW_CONSUMER once what waits unsent passes the bound, though graphql-ws takes every result at once; it resumes from its last cursor', () =>
+    onRealServer('slow ws', async (http, client, storeId) => {
+      const { ws, messages, socket } = await graphqlWs(http.wsUrl, client.token, { memoryStoreId: storeId });
       const closed = new Promise((resolve) => ws.once('close', resolve));
-      await new Promise((resolve) => ws.once('open', resolve));
-      ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${client.token}` } }));
-      while (!messages.some((message) => message.type === 'connection_ack')) await new Promise((resolve) => setTimeout(resolve, 10));
-      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIBE_EVENTS, variables: { memoryStoreId: storeId } } }));
       await new Promise((resolve) => setTimeout(resolve, 200));
       await createMemoryAt(client, storeId, 'm0.md', LARGE);
       while (!messages.some((message) => message.type === 'next')) await new Promise((resolve) => setTimeout(resolve, 20));
-      // Stop reading: the kernel's buffers fill, then the server's socket holds what is unsent.
-      (ws as unknown as { _socket: net.Socket })._socket.pause();
       const total = 120;
-      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `m${index}.md`, LARGE);
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      expect(eventHubOf(server.app).openStreams).toBe(0);
-
+      await stopReadingWhileWriting(socket, client, storeId, total);
       // Reading again: what was on its way, then the error, then the end of the subscription.
-      (ws as unknown as { _socket: net.Socket })._socket.resume();
       while (!messages.some((message) => message.type === 'complete')) await new Promise((resolve) => setTimeout(resolve, 20));
       const results = messages.filter((message) => message.type === 'next').map((message) => message.payload);
       expect(results.at(-1).errors[0].extensions.code).toBe('SLOW_CONSUMER');
@@ -184,24 +154,15 @@ describe('a WebSocket consumer that stops reading', () => {
       // The server held at most its bound (4 MiB) of ~200 KB events unsent, besides what the kernel took.
       expect(delivered.length).toBeLessThan(total);
 
-      const resumed = await open(client.token, { memoryStoreId: storeId, after: delivered.at(-1).cursor });
-      const rest = eventsOf(await resumed.waitFor(total - delivered.length, 20_000));
-      expect([...delivered, ...rest].map((event) => event.version.path)).toEqual(Array.from({ length: total }, (_, index) => `m${index}.md`));
-      resumed.close();
+      await expectResumesAfter(client.token, storeId, delivered, total);
       ws.close();
       await closed;
-    } finally {
-      await http.close();
-    }
-  }, 60_000);
+    }), 60_000);
 });
 
 describe('a WebSocket consumer that resumes far behind and reads slowly', () => {
-  it('gets the whole replay at its own pace, and is not cut off', async () => {
-    const http = await listenWithWebSocket(server.app);
-    try {
-      const client = await server.newWorkspace();
-      const storeId = await createStoreNamed(client, 'slow replay');
+  it('gets the whole replay at its own pace, and is not cut off', () =>
+    onRealServer('slow replay', async (http, client, storeId) => {
       // The cursor of the store's first event, as a dashboard that saw it keeps it.
       const watcher = await open(client.token, { memoryStoreId: storeId });
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -210,15 +171,8 @@ describe('a WebSocket consumer that resumes far behind and reads slowly', () => 
       watcher.close();
       const total = 80;
       for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `r${index}.md`, LARGE);
-      const messages: { type: string; payload?: any }[] = [];
-      const ws = new WebSocket(http.wsUrl, 'graphql-transport-ws');
-      ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
-      await new Promise((resolve) => ws.once('open', resolve));
-      const socket = (ws as unknown as { _socket: net.Socket })._socket;
-      ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${client.token}` } }));
-      while (!messages.some((message) => message.type === 'connection_ack')) await new Promise((resolve) => setTimeout(resolve, 10));
       // Resume from the store's first event: the rest is a replay of ~16 MB of results, more than the socket buffers and the unsent bound.
-      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIBE_EVENTS, variables: { memoryStoreId: storeId, after: firstCursor } } }));
+      const { ws, messages, socket } = await graphqlWs(http.wsUrl, client.token, { memoryStoreId: storeId, after: firstCursor });
       // A slow reader: it stops for a second at a time.
       for (let pause = 0; pause < 3; pause += 1) {
         socket.pause();
@@ -231,11 +185,51 @@ describe('a WebSocket consumer that resumes far behind and reads slowly', () => 
       expect(results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
       expect(results().map((result) => result.data.memoryEvents.version.path)).toEqual(Array.from({ length: total - 1 }, (_, index) => `r${index + 1}.md`));
       ws.close();
-    } finally {
-      await http.close();
-    }
-  }, 60_000);
+    }), 60_000);
 });
+
+/** A test on the app listening on a real port (with WebSocket), in a new workspace with a store of its own. */
+async function onRealServer(storeName: string, work: (http: Awaited<ReturnType<typeof listenWithWebSocket>>, client: TestClient, storeId: string) => Promise<void>): Promise<void> {
+  const http = await listenWithWebSocket(server.app);
+  try {
+    const client = await server.newWorkspace();
+    await work(http, client, await createStoreNamed(client, storeName));
+  } finally {
+    await http.close();
+  }
+}
+
+/**
+ * The consumer stops reading (the kernel's buffers fill, then the server's) while m1 … m(total-1)
+ * of 100 KB are written: its stream is cut off meanwhile. Then it reads again.
+ */
+async function stopReadingWhileWriting(socket: net.Socket, client: TestClient, storeId: string, total: number): Promise<void> {
+  socket.pause();
+  for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `m${index}.md`, LARGE);
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  expect(eventHubOf(server.app).openStreams).toBe(0);
+  socket.resume();
+}
+
+/** A raw graphql-ws client (the `ws` package, its socket at hand to pause): subscribed once the server acknowledged the key. */
+async function graphqlWs(url: string, token: string | null, variables: Record<string, unknown>): Promise<{ ws: WebSocket; socket: net.Socket; messages: { type: string; payload?: any }[] }> {
+  const messages: { type: string; payload?: any }[] = [];
+  const ws = new WebSocket(url, 'graphql-transport-ws');
+  ws.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
+  await new Promise((resolve) => ws.once('open', resolve));
+  ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } }));
+  while (!messages.some((message) => message.type === 'connection_ack')) await new Promise((resolve) => setTimeout(resolve, 10));
+  ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIBE_EVENTS, variables } }));
+  return { ws, messages, socket: (ws as unknown as { _socket: net.Socket })._socket };
+}
+
+/** Resuming after the last event a cut-off stream got gives every later one (of `total`, at m0.md … ), once. */
+async function expectResumesAfter(token: string | null, storeId: string, delivered: { cursor: string }[], total: number): Promise<void> {
+  const resumed = await open(token, { memoryStoreId: storeId, after: delivered.at(-1)!.cursor });
+  const rest = eventsOf(await resumed.waitFor(total - delivered.length, 20_000));
+  expect([...delivered, ...rest].map((event: any) => event.version.path)).toEqual(Array.from({ length: total }, (_, index) => `m${index}.md`));
+  resumed.close();
+}
 
 /** 100 KB of content: a few such events fill a socket's buffers. */
 const LARGE = 'x'.repeat(100_000);
