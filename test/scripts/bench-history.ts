@@ -6,7 +6,7 @@
  * the full HTTP handling (app.fetch, one ADMIN key, resolvers):
  *   - MemoryStore.entries of the root, of a deep folder, and a second page of a big folder,
  *   - a two-word searchMemories,
- * each run many times, one at a time (p50, p95, max), and prints EXPLAIN (ANALYZE, BUFFERS)
+ * each run many times, one at a time (p50, p95, p99, max), and prints EXPLAIN (ANALYZE, BUFFERS)
  * of the statements each one sends. Seeding is idempotent (skipped when the workspace
  * exists). Figures of one run: test/scripts/bench-history.results.txt.
  * Usage: `DATABASE_URL=postgres://… npx tsx test/scripts/bench-history.ts [--runs 200]`.
@@ -166,7 +166,7 @@ try {
       times.push(performance.now() - started);
     }
     times.sort((a, b) => a - b);
-    console.log(`  ${name.padEnd(52)} p50 ${percentile(times, 0.5).toFixed(2).padStart(7)}  p95 ${percentile(times, 0.95).toFixed(2).padStart(7)}  max ${times.at(-1)!.toFixed(2).padStart(7)}`);
+    console.log(`  ${name.padEnd(52)} p50 ${percentile(times, 0.5).toFixed(2).padStart(7)}  p95 ${percentile(times, 0.95).toFixed(2).padStart(7)}  p99 ${percentile(times, 0.99).toFixed(2).padStart(7)}  max ${times.at(-1)!.toFixed(2).padStart(7)}`);
   }
 
   console.log('\nEXPLAIN (ANALYZE, BUFFERS) of the statements each case sends (after authentication):');
