@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/client.js';
 import { recordStatements } from '../../src/db/statement-count.js';
 import { ensureAdminKey, generateToken } from '../../src/domain/api-keys.js';
+import { explainAnalyze, rowsOf } from './explain.js';
 
 export const HISTORY_WORKSPACE = 'history-large';
 export const HISTORY_STORE = 'memstore_00000000000000000001';
@@ -33,7 +34,6 @@ if (!config.databaseUrl) {
 }
 const database = await createDb({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 4 });
 const { db } = database;
-const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, unknown>[];
 
 /** 2,000 pronounceable words; content draws from them with a skew (a few common, most rare), as text does. */
 function vocabulary(): string[] {
@@ -118,15 +118,6 @@ function percentile(sorted: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
 }
 
-const literal = (value: unknown): string => {
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (value instanceof Date) return `'${value.toISOString()}'`;
-  if (Array.isArray(value)) return `array[${value.map(literal).join(', ')}]`;
-  return `'${String(value).replace(/'/g, "''")}'`;
-};
-const inline = (statement: string, params: unknown[]) => statement.replace(/\$(\d+)/g, (_, index: string) => literal(params[Number(index) - 1]));
 
 try {
   await seed();
@@ -175,7 +166,7 @@ try {
     console.log(`\n== ${name}`);
     for (const statement of statements.slice(1)) {
       if (/^\s*(begin|commit|rollback|set )/i.test(statement.sql)) continue;
-      const plan = rowsOf(await db.execute(sql.raw(`explain (analyze, buffers, format text) ${inline(statement.sql, statement.params)}`))).map((row) => String(row['QUERY PLAN']));
+      const plan = await explainAnalyze(db, statement);
       console.log(`-- ${statement.sql.replace(/\s+/g, ' ').slice(0, 160)}…`);
       for (const line of plan) console.log(`   ${line}`);
     }

@@ -4,12 +4,12 @@
  * (EXPLAIN ANALYZE): the scans it uses and its execution time, for a first page and for a
  * page deep in the list. Usage: `npm run db:explain`.
  */
-import { sql } from 'drizzle-orm';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/client.js';
 import { recordStatements } from '../../src/db/statement-count.js';
 import { ensureAdminKey, generateToken } from '../../src/domain/api-keys.js';
+import { explainAnalyze } from './explain.js';
 
 const WORKSPACE = 'large';
 const config = loadConfig();
@@ -56,7 +56,6 @@ function planSummary(plan: string[]): string {
   return [...new Set(scans)].join('; ') || '(no table scan)';
 }
 
-const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, string>[];
 
 try {
   for (const [name, query] of cases) {
@@ -72,27 +71,11 @@ try {
     console.log(`\n${name}`);
     // The first statement authenticates the key; the rest answer the query.
     for (const statement of statements.slice(1)) {
-      const plan = rowsOf(await database.db.execute(sql.raw(`explain (analyze, buffers, format text) ${inline(statement.sql, statement.params)}`))).map(
-        (row) => row['QUERY PLAN']!,
-      );
+      const plan = await explainAnalyze(database.db, statement);
       const time = plan.find((line) => line.startsWith('Execution Time'))?.replace('Execution Time: ', '') ?? '?';
       console.log(`  ${time.padStart(10)}  ${planSummary(plan)}`);
     }
   }
 } finally {
   await database.close();
-}
-
-/** Parameters written into the statement as literals, so that EXPLAIN can run it alone. */
-function inline(statement: string, params: unknown[]): string {
-  return statement.replace(/\$(\d+)/g, (_, index: string) => literal(params[Number(index) - 1]));
-}
-
-function literal(value: unknown): string {
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (value instanceof Date) return `'${value.toISOString()}'`;
-  if (Array.isArray(value)) return `array[${value.map(literal).join(', ')}]`;
-  return `'${String(value).replace(/'/g, "''")}'`;
 }
