@@ -4,6 +4,7 @@ import type { Viewer } from './domain/viewer.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
 import { ResponseBudget } from './graphql/response-budget.js';
 import type { EventHub } from './subscriptions/event-hub.js';
+import type { StreamTransport } from './subscriptions/event-stream.js';
 
 /** Everything a resolver may use, built once per request. */
 export interface Context {
@@ -24,10 +25,8 @@ export interface Context {
 
 export interface LiveContext {
   hub: EventHub;
-  /** Whether the transport holds too much unsent for this consumer (its stream is then cut off). */
-  stalled?: () => boolean;
-  /** Holds the transport's writes until the returned release: the events of one batch then leave in one write. */
-  hold?: () => () => void;
+  /** The consumer's connection, as far as the stream may ask of it. */
+  transport?: StreamTransport;
   /** Gives the next event fresh loaders and budget (set by forStream). */
   renew?: () => void;
 }

@@ -4,9 +4,10 @@ import type { IncomingMessage } from 'node:http';
 import type { ContextFactory } from '../context.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import type { EventHub } from '../subscriptions/event-hub.js';
+import type { StreamTransport } from '../subscriptions/event-stream.js';
 import { sharedShapeKey } from '../subscriptions/shared-results.js';
 import type { RequestPipeline } from './pipeline.js';
-import { holdOf } from './websocket.js';
+import { socketTransport } from './socket-transport.js';
 
 /**
  * The request stages of a subscription, on both transports (SSE through Yoga, graphql-ws
@@ -20,7 +21,7 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
   return {
     onSubscribe({ args, setSubscribeFn, setResultAndStopExecution }) {
       // Over HTTP (SSE) the Node request is in the context Yoga starts from; over WebSocket, `hold` is (websocket.ts).
-      const initial = args.contextValue as { request: Request; stalled?: () => boolean; hold?: () => () => void; req?: IncomingMessage };
+      const initial = args.contextValue as { request: Request; transport?: StreamTransport; req?: IncomingMessage };
       const request = initial.request;
       const operation = selectOperation(args.document, args.operationName);
       if (!operation) return;
@@ -31,7 +32,7 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
       }
       setSubscribeFn(async (subscribeArgs) => {
         const viewer = await pipeline.identify(request);
-        const { context } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, stalled: initial.stalled, hold: initial.hold ?? holdOf(initial.req?.socket) });
+        const { context } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, transport: initial.transport ?? socketTransport(initial.req?.socket) });
         const args: ExecutionArgs = { ...(subscribeArgs as ExecutionArgs), contextValue: context };
         // What graphql's own subscribe does (the source stream, then an execution per event), with the execution shared.
         const source = await createSourceEventStream(args);

@@ -7,6 +7,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_REQUEST_BODY_BYTES, STREAM_BUFFER_BYTES, STREAM_KEEP_ALIVE_MS, STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
+import { socketTransport } from './socket-transport.js';
 
 /**
  * graphql-ws over WebSocket on /graphql, beside Yoga's HTTP. Each operation a socket sends
@@ -34,21 +35,6 @@ export interface WebSocketTransport {
 }
 
 const ORIGIN = 'http://memstore.invalid';
-
-/**
- * Holding a socket's writes (cork) until the release (uncork): the events of one batch then
- * leave a socket in one write, not one each. Undefined without a socket (app.fetch in tests).
- */
-export function holdOf(socket: Socket | undefined | null): (() => () => void) | undefined {
-  if (!socket) return undefined;
-  return () => {
-    if (socket.destroyed) return () => {};
-    socket.cork();
-    return () => {
-      if (!socket.destroyed && socket.writableCorked > 0) socket.uncork();
-    };
-  };
-}
 
 /**
  * A WebSocket whose send reports success once the frame is queued on its socket, as long as
@@ -104,10 +90,9 @@ export function attachWebSocket(server: Server, app: Enveloped, logger: Logger):
         if (typeof authorization === 'string') headers.set('authorization', authorization);
         const request = new Request(`${ORIGIN}/graphql`, { method: 'POST', headers });
         const ws = context.extra.socket;
-        const stalled = () => ws.bufferedAmount > STREAM_BUFFER_BYTES;
-        const hold = holdOf((ws as unknown as { _socket?: Socket })._socket);
+        const transport = socketTransport((ws as unknown as { _socket?: Socket })._socket, { bytes: () => ws.bufferedAmount, limit: STREAM_BUFFER_BYTES });
         try {
-          const enveloped = app.getEnveloped({ request, params: payload, stalled, hold });
+          const enveloped = app.getEnveloped({ request, params: payload, transport });
           const document = enveloped.parse(payload.query);
           const errors = enveloped.validate(enveloped.schema, document);
           if (errors.length > 0) return errors.map((error) => maskError(error));

@@ -17,7 +17,7 @@ import {
 import { EVENT_BATCH_SIZE, EVENT_HOLD_MAX_BYTES, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { EventStream, payloadBytes, payloadOf, streamError, type StreamFilter } from './event-stream.js';
+import { EventStream, payloadBytes, payloadOf, streamError, type StreamFilter, type StreamTransport } from './event-stream.js';
 import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
 
@@ -86,8 +86,7 @@ export interface OpenStreamOptions {
   /** The cursor to resume after; null: from now. */
   after: string | null;
   now: Date;
-  stalled?: () => boolean;
-  hold?: () => () => void;
+  transport?: StreamTransport;
 }
 
 export class EventHub {
@@ -169,7 +168,7 @@ export class EventHub {
       this.slots.release(viewer.apiKeyId);
       throw error;
     }
-    const stream = new EventStream(viewer, options.filter, from, this.bufferEvents, (ended) => this.forget(ended), options.stalled, options.hold);
+    const stream = new EventStream(viewer, options.filter, from, this.bufferEvents, (ended) => this.forget(ended), options.transport);
     let group = this.streams.get(viewer.workspaceId);
     if (!group) this.streams.set(viewer.workspaceId, (group = new Set()));
     group.add(stream);

@@ -23,6 +23,14 @@ export interface MemoryEventPayload {
   failure?: GraphQLError;
 }
 
+/** What a stream may ask of its consumer's connection (nothing, through app.fetch). */
+export interface StreamTransport {
+  /** Whether the connection holds too much unsent for this consumer (its stream is then cut off). */
+  stalled?: () => boolean;
+  /** Holds the connection's writes until the returned release: the events of one batch then leave in one write. */
+  hold?: () => () => void;
+}
+
 export interface StreamFilter {
   memoryStoreId: string | null;
   pathPrefix: string | null;
@@ -75,16 +83,13 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     public position: EventPosition,
     private readonly bufferEvents: number,
     private readonly onEnd: (stream: EventStream) => void,
-    /** Whether the transport still holds too much unsent for this consumer (WebSocket). */
-    private readonly stalled: () => boolean = () => false,
-    /** Holds the transport's writes until the returned release (a corked socket), when it can. */
-    private readonly holdTransport?: () => () => void,
+    private readonly transport: StreamTransport = {},
   ) {}
 
   /** Holds this stream's transport for a batch; null when it cannot be held or the stream is not live. */
   hold(): (() => void) | null {
-    if (!this.holdTransport || !this.live || !this.isOpen) return null;
-    return this.holdTransport();
+    if (!this.transport.hold || !this.live || !this.isOpen) return null;
+    return this.transport.hold();
   }
 
   matches(event: MemoryEventRecord): boolean {
@@ -125,7 +130,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     this.position = payload.event.position;
     // A transport that takes results without waiting for them to be sent (graphql-ws) holds
     // the unsent ones itself: past its bound the consumer is not reading, waiting or not.
-    if (this.stalled()) {
+    if (this.transport.stalled?.()) {
       this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
       return;
     }

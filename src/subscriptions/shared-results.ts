@@ -39,12 +39,8 @@ export function sharedShapeKey(viewer: Viewer, document: DocumentNode, operation
 export const SHARED_RESULT_WINDOW_MS = 1_000;
 
 export class SharedEventResults {
-  private readonly byPayload = new Map<object, Map<string, Promise<ExecutionResult>>>();
-  /** When each payload's first execution began, oldest first (Map keeps insertion order). */
-  private readonly madeAt = new Map<object, number>();
-  /** Executions run, and results taken from another stream's execution (tests and metrics). */
-  executions = 0;
-  shared = 0;
+  /** Per payload, oldest first (a Map keeps insertion order): when its first execution began, and its results by shape. */
+  private readonly entries = new Map<object, { madeAt: number; results: Map<string, Promise<ExecutionResult>> }>();
 
   constructor(
     private readonly windowMs = SHARED_RESULT_WINDOW_MS,
@@ -53,15 +49,14 @@ export class SharedEventResults {
 
   /** How many events have results kept for sharing (tests). */
   get size(): number {
-    return this.byPayload.size;
+    return this.entries.size;
   }
 
   /** Forgets the results made longer than the window ago. */
   private sweep(now: number): void {
-    for (const [payload, at] of this.madeAt) {
-      if (now - at < this.windowMs) break;
-      this.madeAt.delete(payload);
-      this.byPayload.delete(payload);
+    for (const [payload, { madeAt }] of this.entries) {
+      if (now - madeAt < this.windowMs) break;
+      this.entries.delete(payload);
     }
   }
 
@@ -69,24 +64,16 @@ export class SharedEventResults {
   async resultOf(payload: object, shape: string, execute: () => ExecutionResult | Promise<ExecutionResult>): Promise<ExecutionResult> {
     const now = this.now();
     this.sweep(now);
-    let results = this.byPayload.get(payload);
-    if (!results) {
-      this.byPayload.set(payload, (results = new Map()));
-      this.madeAt.set(payload, now);
-    }
-    const pending = results.get(shape);
+    let entry = this.entries.get(payload);
+    if (!entry) this.entries.set(payload, (entry = { madeAt: now, results: new Map() }));
+    const pending = entry.results.get(shape);
     if (pending) {
       const result = await pending.catch(() => null);
-      if (result && !result.errors?.length) {
-        this.shared += 1;
-        return result;
-      }
-      this.executions += 1;
+      if (result && !result.errors?.length) return result;
       return execute();
     }
-    this.executions += 1;
     const own = Promise.resolve().then(execute);
-    results.set(shape, own);
+    entry.results.set(shape, own);
     return own;
   }
 }

@@ -91,8 +91,7 @@ builder.subscriptionField('memoryEvents', (t) =>
         filter: { memoryStoreId: args.memoryStoreId ?? null, pathPrefix: args.pathPrefix ?? null },
         after: args.after ?? null,
         now: context.now,
-        stalled: live.stalled,
-        hold: live.hold,
+        transport: live.transport,
       });
       // Each event is answered with loaders and a budget of its own.
       return {
