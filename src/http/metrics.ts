@@ -5,6 +5,7 @@ import { statementCommand, type PoolUse, type StatementDone, type StatementObser
 import { MAX_METRIC_OPERATION_NAMES, METRIC_OPERATION_NAME_MAX_CHARACTERS } from '../domain/limits.js';
 import { bearerToken } from './authentication.js';
 import { CounterFamily, HistogramFamily } from './metric-families.js';
+import { useReadRoute } from './read-route.js';
 
 /** Where the Prometheus text is served. */
 export const METRICS_PATH = '/metrics';
@@ -157,34 +158,18 @@ export class Metrics {
 export function useMetricsRoute(metrics: Metrics, settings: MetricsSettings): Plugin {
   const expected = settings.token === null ? null : sha256(settings.token);
   // Not an async hook: every other request passes it, and Yoga's chain stays synchronous for them.
-  return {
-    onRequest({ request, url, endResponse, fetchAPI }) {
-      if (url.pathname !== METRICS_PATH) return;
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        endResponse(new fetchAPI.Response('Method not allowed', { status: 405, headers: { allow: 'GET, HEAD' } }));
-        return;
+  return useReadRoute(METRICS_PATH, (request, Response) => {
+    if (expected !== null) {
+      const given = bearerToken(request.headers.get('authorization') ?? '');
+      if (given === undefined || !timingSafeEqual(sha256(given), expected)) {
+        return new Response('memstore metrics need "Authorization: Bearer <MEMSTORE_METRICS_TOKEN>".\n', {
+          status: 401,
+          headers: { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer realm="metrics"' },
+        });
       }
-      if (expected !== null) {
-        const given = bearerToken(request.headers.get('authorization') ?? '');
-        if (given === undefined || !timingSafeEqual(sha256(given), expected)) {
-          endResponse(
-            new fetchAPI.Response('memstore metrics need "Authorization: Bearer <MEMSTORE_METRICS_TOKEN>".\n', {
-              status: 401,
-              headers: { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer realm="metrics"' },
-            }),
-          );
-          return;
-        }
-      }
-      return metrics.registry.metrics().then((text) => {
-        endResponse(
-          new fetchAPI.Response(request.method === 'HEAD' ? null : text, {
-            headers: { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' },
-          }),
-        );
-      });
-    },
-  };
+    }
+    return metrics.registry.metrics().then((text) => new Response(text, { headers: { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' } }));
+  });
 }
 
 function sha256(text: string): Buffer {

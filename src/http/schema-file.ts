@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Plugin } from 'graphql-yoga';
+import { useReadRoute } from './read-route.js';
 
 /** The path the published schema is served at, whatever the introspection setting. */
 export const SCHEMA_FILE_PATH = '/schema.graphql';
@@ -11,19 +12,9 @@ export const SCHEMA_FILE_PATH = '/schema.graphql';
  */
 export function useSchemaFile(sdl: string): Plugin {
   const etag = `"${createHash('sha256').update(sdl).digest('base64url')}"`;
-  return {
-    onRequest({ request, url, endResponse, fetchAPI }) {
-      if (url.pathname !== SCHEMA_FILE_PATH) return;
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        endResponse(new fetchAPI.Response('Method not allowed', { status: 405, headers: { allow: 'GET, HEAD' } }));
-        return;
-      }
-      const headers = { 'content-type': 'text/plain; charset=utf-8', etag, 'cache-control': 'no-cache' };
-      if (request.headers.get('if-none-match') === etag) {
-        endResponse(new fetchAPI.Response(null, { status: 304, headers }));
-        return;
-      }
-      endResponse(new fetchAPI.Response(request.method === 'HEAD' ? null : sdl, { headers }));
-    },
-  };
+  return useReadRoute(SCHEMA_FILE_PATH, (request, Response) => {
+    const headers = { 'content-type': 'text/plain; charset=utf-8', etag, 'cache-control': 'no-cache' };
+    if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers });
+    return new Response(sdl, { headers });
+  });
 }
