@@ -26,6 +26,11 @@ export interface RunOptions {
   prepare?: boolean;
 }
 
+/** The rows of `db.execute` on either driver (postgres.js: an array; PGlite: `.rows`). */
+export function rowsOf(result: unknown): Record<string, unknown>[] {
+  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
+}
+
 /** Runs one statement given as text and `$n` parameters; resolves with its rows. */
 export type RunStatement = (text: string, params: unknown[], options?: RunOptions) => Promise<Record<string, unknown>[]>;
 

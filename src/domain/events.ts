@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
+import { rowsOf, type Database } from '../db/client.js';
 import { memories, memoryEvents, memoryStores, memoryVersions } from '../db/schema.js';
 import { InvalidRequestError } from './errors.js';
 
@@ -109,11 +109,6 @@ export function decodeEventCursor(cursor: string): DecodedCursor {
 
 // ---------------------------------------------------------------------------------------
 // Reads
-
-/** The rows of `db.execute` on either driver. */
-function rowsOf(result: unknown): Record<string, unknown>[] {
-  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
-}
 
 function eventOf(row: Record<string, unknown>): MemoryEventRecord {
   return {

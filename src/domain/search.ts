@@ -1,5 +1,5 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
+import { rowsOf, type Database } from '../db/client.js';
 import { memories } from '../db/schema.js';
 import { InvalidRequestError } from './errors.js';
 import { isIdOfKind } from './ids.js';
@@ -68,7 +68,6 @@ export function checkSearchFilter(filter: SearchFilter): void {
   if (filter.memoryStoreId !== undefined && !isIdOfKind(filter.memoryStoreId, 'memoryStore')) refuse('memoryStoreId', 'must be a `memstore_` id');
 }
 
-const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
 
 /** Separators inside a word that the index reads as spaces ("/" and "." everywhere, "-" in paths). */
 const JOINED_WORD = /^[\p{L}\p{N}_]+(?:[-./][\p{L}\p{N}_]+)+$/u;
@@ -103,14 +102,21 @@ const tsquery = (query: string) => sql`websearch_to_tsquery('simple'::regconfig,
  * left out). A query with none — only punctuation, or only excluded words, which no index
  * can answer — is INVALID_REQUEST.
  */
-async function searchedLexemes(db: Database, query: string): Promise<string[]> {
-  const [row] = rowsOf(await db.execute(sql`select querytree(${tsquery(query)}) as tree`));
+async function searchedLexemes(db: Database, query: SQL): Promise<string[]> {
+  const [row] = rowsOf(await db.execute(sql`select querytree(${query}) as tree`));
   const tree = String(row?.tree ?? 'T');
   if (tree === 'T' || tree === '') refuse('query', 'must contain at least one word to find (not only excluded words or punctuation)');
   return [...tree.matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'"));
 }
 
-const memoryColumnNames = Object.values(getTableColumns(memories)).map((column) => column.name);
+/** The memory columns a hit reads as they are (metadata and the instants are rendered apart). */
+const HIT_COLUMNS = sql.raw(
+  Object.values(getTableColumns(memories))
+    .map((column) => column.name)
+    .filter((name) => !['metadata', 'created_at', 'updated_at'].includes(name))
+    .map((name) => `m.${name}`)
+    .join(', '),
+);
 
 function conditions(viewer: Viewer, filter: SearchFilter): SQL[] | null {
   const where = [sql`m.workspace_id = ${viewer.workspaceId}`];
@@ -133,21 +139,21 @@ function conditions(viewer: Viewer, filter: SearchFilter): SQL[] | null {
  */
 export async function searchMemories(db: Database, viewer: Viewer, filter: SearchFilter, size: number, after: SearchCursor | null): Promise<SearchPage> {
   checkSearchFilter(filter);
-  const lexemes = await searchedLexemes(db, filter.query);
+  const query = tsquery(filter.query);
+  const lexemes = await searchedLexemes(db, query);
   const where = conditions(viewer, filter);
   if (!where) return { hits: [], total: 0, hasNextPage: false, hasPreviousPage: false };
   const beyond = after
     ? sql`(r.score < ${after.score}::float8 or (r.score = ${after.score}::float8 and (r.path, r.id) > (${after.path}::text collate "C", ${after.id}::text collate "C")))`
     : sql`true`;
-  const columns = sql.raw(memoryColumnNames.filter((name) => !['metadata', 'created_at', 'updated_at'].includes(name)).map((name) => `m.${name}`).join(', '));
   const result = await db.execute(sql`
     with ranked as materialized (
       select m.id, m.path, ts_rank_cd(m.search_vector, q.query)::float8 as score
-      from memories m, ${tsquery(filter.query)} as q(query)
+      from memories m, ${query} as q(query)
       where ${sql.join(where, sql` and `)}),
     page as (select r.id, r.path, r.score from ranked r where ${beyond} order by r.score desc, r.path asc, r.id asc limit ${size + 1}),
     stats as (select count(*)::int as total, coalesce(bool_or(not ${beyond}), false) as behind from ranked r)
-    select stats.total, stats.behind, p.score as score, ${columns}, m.metadata::text as metadata,
+    select stats.total, stats.behind, p.score as score, ${HIT_COLUMNS}, m.metadata::text as metadata,
       (extract(epoch from m.created_at) * 1000)::float8 as created_at_ms, (extract(epoch from m.updated_at) * 1000)::float8 as updated_at_ms
     from stats
       left join page p on true

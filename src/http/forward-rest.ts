@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import FindMyWay from 'find-my-way';
 import type { Plugin } from 'graphql-yoga';
 import type { z } from 'zod';
@@ -6,6 +5,7 @@ import { refusal } from '../domain/access.js';
 import { PermissionError, type ValidationIssue } from '../domain/errors.js';
 import type { Viewer } from '../domain/viewer.js';
 import { REST_PATH_PARAMETER_MAX_CHARACTERS } from '../domain/limits.js';
+import { sha256Hex } from '../domain/memories/records.js';
 import { runOnce } from '../domain/replays.js';
 import { errorBody, restErrorOf, RestRequestError, validationFailed } from '../rest/errors.js';
 import { FORWARD_REST_BASE, OPENAPI_PATH, openApiDocument } from '../rest/openapi.js';
@@ -145,7 +145,7 @@ export function useForwardRest(pipeline: RequestPipeline): Plugin {
         const input = { params, query, body, idempotencyKey };
         return pipeline.perform(request, viewer, route.readOnly && route.oneStatement !== true, async (context) => {
           if (idempotencyKey === null || route.readOnly) return JSON.stringify(await route.handle(context, input));
-          const requestSha256 = createHash('sha256').update(canonicalJson([route.method, route.path, params, query, rawBody ?? null]), 'utf8').digest('hex');
+          const requestSha256 = sha256Hex(canonicalJson([route.method, route.path, params, query, rawBody ?? null]));
           const replay = await runOnce(context.db, viewer, { key: idempotencyKey, requestSha256, field: ['Idempotency-Key'] }, context.now, async (tx) =>
             JSON.stringify(await route.handle({ ...context, db: tx }, input)),
           );

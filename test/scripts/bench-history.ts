@@ -14,10 +14,10 @@
 import { sql } from 'drizzle-orm';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { createDb } from '../../src/db/client.js';
+import { createDb, rowsOf } from '../../src/db/client.js';
 import { recordStatements } from '../../src/db/statement-count.js';
 import { ensureAdminKey, generateToken } from '../../src/domain/api-keys.js';
-import { explainAnalyze, rowsOf } from './explain.js';
+import { explainAnalyze } from './explain.js';
 
 export const HISTORY_WORKSPACE = 'history-large';
 export const HISTORY_STORE = 'memstore_00000000000000000001';

@@ -1,8 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Database } from '../../src/db/client.js';
-
-/** The rows of a raw statement's result, on either driver (postgres.js: an array; PGlite: `.rows`). */
-export const rowsOf = (result: unknown) => (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, unknown>[];
+import { rowsOf, type Database } from '../../src/db/client.js';
 
 /** The plan lines of EXPLAIN (ANALYZE, BUFFERS) of a recorded statement, its parameters written in as literals. */
 export async function explainAnalyze(db: Database, statement: { sql: string; params: unknown[] }): Promise<string[]> {

@@ -1,5 +1,5 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
-import type { Database } from '../../db/client.js';
+import { rowsOf, type Database } from '../../db/client.js';
 import { memories, memoryVersions } from '../../db/schema.js';
 import { recordEventsOf } from '../events.js';
 import { newId } from '../ids.js';
@@ -55,11 +55,6 @@ const RECORD_COLUMNS = (alias: string) =>
       `${alias}.content_sha256, ${alias}.metadata::text as metadata, ${alias}.version_sequence, ` +
       `(extract(epoch from ${alias}.created_at) * 1000)::float8 as created_at, (extract(epoch from ${alias}.updated_at) * 1000)::float8 as updated_at`,
   );
-
-/** The rows of `db.execute` on either driver. */
-function rowsOf(result: unknown): Record<string, unknown>[] {
-  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
-}
 
 /** A new memory and its CREATED version, or null when the transaction must answer. */
 export async function createMemoryInOneStatement(

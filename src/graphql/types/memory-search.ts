@@ -66,14 +66,14 @@ function searchName(filter: SearchFilter): string {
   return createHash('sha256').update(JSON.stringify([filter.query, filter.memoryStoreId ?? null, filter.pathPrefix ?? null])).digest('base64url').slice(0, 12);
 }
 
-function encodeCursor(filter: SearchFilter, hit: SearchHit): string {
-  return Buffer.from(JSON.stringify(['search', searchName(filter), hit.score, hit.memory.path, hit.memory.id]), 'utf8').toString('base64url');
+function encodeCursor(search: string, hit: SearchHit): string {
+  return Buffer.from(JSON.stringify(['search', search, hit.score, hit.memory.path, hit.memory.id]), 'utf8').toString('base64url');
 }
 
-function decodeCursor(filter: SearchFilter, cursor: string): SearchCursor {
+function decodeCursor(search: string, cursor: string): SearchCursor {
   const refuse = () => invalidRequest('"after" is not a cursor of this search: use a cursor returned by searchMemories with the same query and filters.');
   const parsed = parseCursorJson(cursor, refuse);
-  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 'search' || parsed[1] !== searchName(filter)) throw refuse();
+  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 'search' || parsed[1] !== search) throw refuse();
   const [, , score, path, id] = parsed as unknown[];
   if (typeof score !== 'number' || !Number.isFinite(score) || typeof path !== 'string' || !path.isWellFormed() || path.includes('\u0000') || typeof id !== 'string' || !isIdOfKind(id, 'memory')) throw refuse();
   return { score, path, id };
@@ -97,9 +97,10 @@ builder.queryField('searchMemories', (t) =>
       const size = args.first ?? DEFAULT_PAGE_SIZE;
       if (!Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) throw invalidRequest(`"first" must be between 0 and ${MAX_PAGE_SIZE} (got ${size}).`);
       const filter: SearchFilter = { query: args.query, memoryStoreId: args.memoryStoreId ?? undefined, pathPrefix: args.pathPrefix ?? undefined };
-      const after = args.after == null ? null : decodeCursor(filter, args.after);
+      const search = searchName(filter);
+      const after = args.after == null ? null : decodeCursor(search, args.after);
       const page = await searchMemories(context.db, context.viewer, filter, size, after);
-      const edges = page.hits.map((hit) => ({ cursor: encodeCursor(filter, hit), hit }));
+      const edges = page.hits.map((hit) => ({ cursor: encodeCursor(search, hit), hit }));
       return {
         edges,
         pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: page.hasPreviousPage, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
