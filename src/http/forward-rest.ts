@@ -3,14 +3,13 @@ import type { Plugin } from 'graphql-yoga';
 import type { z } from 'zod';
 import { refusal } from '../domain/access.js';
 import { PermissionError, type ValidationIssue } from '../domain/errors.js';
-import type { Viewer } from '../domain/viewer.js';
 import { REST_PATH_PARAMETER_MAX_CHARACTERS } from '../domain/limits.js';
 import { sha256Hex } from '../domain/memories/records.js';
 import { runOnce } from '../domain/replays.js';
 import { errorBody, restErrorOf, RestRequestError, validationFailed } from '../rest/errors.js';
 import { FORWARD_REST_BASE, OPENAPI_PATH, openApiDocument } from '../rest/openapi.js';
 import { ROUTES, type RestRoute } from '../rest/routes.js';
-import type { RequestPipeline } from './pipeline.js';
+import { parseCompiledData, type RequestPipeline } from './pipeline.js';
 import { isJsonRequest } from './request-body.js';
 import type { Deadline } from './request-timeout.js';
 
@@ -22,8 +21,6 @@ import type { Deadline } from './request-timeout.js';
  * line — before the route's handler asks the domain. Failures answer the REST error
  * envelope (rest/errors.ts).
  */
-
-const decoder = new TextDecoder();
 
 interface RouterEntry {
   route: RestRoute | 'openapi';
@@ -120,17 +117,10 @@ export function useForwardRest(pipeline: RequestPipeline): Plugin {
         const params = parse(route.params, found.params);
         // A read the compiler covers identifies the key and answers in one statement, as GraphQL's do.
         const compiled = route.compiledRead ? pipeline.compile(route.compiledRead.document, route.compiledRead.operation, route.compiledRead.variables(params)) : null;
-        let known: Viewer | undefined;
-        if (compiled) {
-          const answer = await pipeline.compiledRead(request, compiled);
-          if (answer.data !== null) {
-            const data = JSON.parse(typeof answer.data === 'string' ? answer.data : decoder.decode(answer.data)) as Record<string, unknown>;
-            return JSON.stringify(route.compiledRead!.answer(data, params));
-          }
-          // A key the access policy does not let read all of it: the route's handler answers (or refuses).
-          known = answer.viewer;
-        }
-        const viewer = known ?? (await pipeline.identify(request));
+        const answer = await pipeline.readOrIdentify(request, compiled);
+        if (answer.data !== null) return JSON.stringify(route.compiledRead!.answer(parseCompiledData(answer.data) as Record<string, unknown>, params));
+        // No compiled read, or a key the access policy does not let read all of it: the route's handler answers (or refuses).
+        const viewer = answer.viewer;
         const reason = refusal(viewer, route.action(params));
         if (reason !== null) throw new PermissionError(reason);
         const query = parse(route.query, queryOf(url));

@@ -1,7 +1,6 @@
 import { normalizedExecutor } from '@graphql-tools/executor';
 import type { DocumentNode, ExecutionResult, GraphQLError } from 'graphql';
 import { processRegularResult, type Plugin } from 'graphql-yoga';
-import type { Viewer } from '../domain/viewer.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import type { RequestPipeline } from './pipeline.js';
 import { isJsonRequest } from './request-body.js';
@@ -24,7 +23,6 @@ const RESULT_MEDIA_TYPES = ['application/graphql-response+json', 'application/js
 type ResultMediaType = (typeof RESULT_MEDIA_TYPES)[number];
 
 const DATA_OPEN = Buffer.from('{"data":');
-
 
 /** The media type Yoga would answer a plain result with, or null when it would not use JSON. */
 function resultMediaType(request: Request): ResultMediaType | null {
@@ -124,27 +122,23 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
         const limit = (deadline = pipeline.deadline(request));
         // A read the compiler covers identifies the key and answers in one statement.
         const compiled = pipeline.compile(document, selected, operation.variables);
-        let viewer: Viewer | undefined;
-        if (compiled) {
-          const answer = await limit.within(() => pipeline.compiledRead(request, compiled));
-          // The time ran out: its error is the answer.
-          if (!('viewer' in answer)) {
-            endResponse(respond(request, answer, mediaType, fetchAPI));
-            return;
-          }
-          if (answer.data !== null) {
-            // The answer's JSON goes out as the database wrote it, between its two keys.
-            const close = `,"extensions":${JSON.stringify(pipeline.extensions(request))}}`;
-            const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
-            endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));
-            return;
-          }
-          // A key the access policy does not let read all of it: the resolvers answer.
-          viewer = answer.viewer;
+        const answer = await limit.within(() => pipeline.readOrIdentify(request, compiled));
+        // The time ran out: its error is the answer.
+        if (!('viewer' in answer)) {
+          endResponse(respond(request, answer, mediaType, fetchAPI));
+          return;
         }
-        const known = viewer;
+        if (answer.data !== null) {
+          // The answer's JSON goes out as the database wrote it, between its two keys.
+          const close = `,"extensions":${JSON.stringify(pipeline.extensions(request))}}`;
+          const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
+          endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));
+          return;
+        }
+        // No compiled read, or a key the access policy does not let read all of it: the resolvers answer.
+        const { viewer } = answer;
         const result = await limit.within(async () =>
-          pipeline.execute(request, known ?? (await pipeline.identify(request)), selected, async (contextValue) =>
+          pipeline.execute(request, viewer, selected, async (contextValue) =>
             (await normalizedExecutor({ schema: pipeline.schema, document, contextValue, variableValues: operation.variables, operationName: operation.operationName })) as ExecutionResult,
           ),
         );

@@ -102,10 +102,11 @@ export interface RequestPipeline {
   compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null;
   /**
    * Runs a compiled read with the request's key: the answer's `data` as JSON text, or null
-   * when the access policy leaves this key's answer to the resolvers (`viewer` is then the
-   * key, identified). Throws UNAUTHENTICATED for a token no key has.
+   * when the access policy leaves this key's answer to the resolvers, or when there is no
+   * compiled read (`viewer` is then the key, identified). Throws UNAUTHENTICATED for a token
+   * no key has.
    */
-  compiledRead(request: Request, compiled: CompiledRead): Promise<{ viewer: Viewer; data: string | Uint8Array | null }>;
+  readOrIdentify(request: Request, compiled: CompiledRead | null): Promise<{ viewer: Viewer; data: string | Uint8Array | null }>;
   mask(request: Request, errors: readonly GraphQLError[]): GraphQLError[];
   /** The response's `extensions`: the operation's estimated cost and the limit, once estimated. */
   extensions(request: Request): { cost: CostEstimate } | undefined;
@@ -211,7 +212,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     compile(document, operation, variables) {
       return options.run ? compileRead(schema, document, operation, variables, options.run, options.runRaw) : null;
     },
-    async compiledRead(request, compiled) {
+    async readOrIdentify(request, compiled) {
+      if (!compiled) return { viewer: await this.identify(request), data: null };
       stage(request, 'compiledRead');
       const state = states.of(request);
       if (!state.credentials) throw unauthenticated();
@@ -240,4 +242,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       telemetry?.depart(request, response, state);
     },
   };
+}
+
+const decoder = new TextDecoder();
+
+/** A compiled read's `data` as a value (it comes as JSON text, or as the database's undecoded bytes of it). */
+export function parseCompiledData(data: string | Uint8Array): unknown {
+  return JSON.parse(typeof data === 'string' ? data : decoder.decode(data));
 }

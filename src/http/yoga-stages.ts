@@ -1,12 +1,9 @@
 import type { ExecutionArgs, ExecutionResult, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { selectOperation } from '../graphql/query-cost.js';
-import type { Viewer } from '../domain/viewer.js';
-import type { RequestPipeline } from './pipeline.js';
+import { parseCompiledData, type RequestPipeline } from './pipeline.js';
 import { useRequestBodyLimit } from './request-body.js';
 import { isAsyncIterable, mapStream } from './subscriptions.js';
-
-const decoder = new TextDecoder();
 
 /**
  * The Yoga pipeline's form of the request stages (pipeline.ts): each plugin calls the
@@ -76,14 +73,9 @@ export function yogaStages(pipeline: RequestPipeline, paths: { routes: Plugin[];
         // A read the compiler covers identifies the key and answers in one statement, as on
         // the lean path; Yoga then writes the answer (so its JSON is parsed here once more).
         const compiled = pipeline.compile(executeArgs.document, operation, (executeArgs.variableValues ?? undefined) as Record<string, unknown> | undefined);
-        let viewer: Viewer | undefined;
-        if (compiled) {
-          const answer = await pipeline.compiledRead(request, compiled);
-          if (answer.data !== null) return { data: JSON.parse(typeof answer.data === 'string' ? answer.data : decoder.decode(answer.data)) } as never;
-          viewer = answer.viewer;
-        }
-        const known = viewer ?? (await pipeline.identify(request));
-        return pipeline.execute(request, known, operation, async (contextValue) => (await executeFn({ ...executeArgs, contextValue })) as ExecutionResult) as never;
+        const answer = await pipeline.readOrIdentify(request, compiled);
+        if (answer.data !== null) return { data: parseCompiledData(answer.data) } as never;
+        return pipeline.execute(request, answer.viewer, operation, async (contextValue) => (await executeFn({ ...executeArgs, contextValue })) as ExecutionResult) as never;
       });
     },
   };
