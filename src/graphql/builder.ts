@@ -7,6 +7,11 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
 import { fieldCost } from './query-cost.js';
 import { DateTimeScalar, JSONObjectScalar, SafeIntScalar } from './scalars.js';
 
+/** A node's id as clients see it: our ids carry their type in the prefix and are used unchanged. */
+export function encodeNodeId(_typename: string, id: string | number | bigint): string {
+  return String(id);
+}
+
 /** Setup only: plugins, scalars and defaults. Domain types live in ./types. */
 export const builder = new SchemaBuilder<{
   Context: Context;
@@ -51,8 +56,7 @@ export const builder = new SchemaBuilder<{
     // node / nodes are defined in types/node.ts: an unknown or malformed id is null there.
     nodeQueryOptions: false,
     nodesQueryOptions: false,
-    // Our ids carry their type in the prefix and are used unchanged as node ids.
-    encodeGlobalID: (_typename, id) => String(id),
+    encodeGlobalID: encodeNodeId,
     decodeGlobalID: (globalID) => ({ typename: '', id: globalID }),
   },
   errors: { defaultTypes: [] },

@@ -1,4 +1,5 @@
 import { defaultFieldResolver, getNamedType, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import { encodeNodeId } from './builder.js';
 import { textBytes, type ResponseBudget } from './response-budget.js';
 
 /** The scalars whose values can be long; others (numbers, booleans, enums, instants) are short. */
@@ -31,6 +32,28 @@ export function guardResolvers(schema: GraphQLSchema): GraphQLSchema {
         return value;
       };
     }
+  }
+  return schema;
+}
+
+/**
+ * The `id` of every node type, resolved as the relay plugin resolves it (the type's own id
+ * resolver, then encodeNodeId) but without its `async`: the plugin's resolver returns a
+ * promise whatever the id, and one id in a selection then makes the whole execution
+ * asynchronous (a promise per node, and no result in the same turn for the thousand live
+ * streams that share an event's execution).
+ */
+export function resolveNodeIdsInTurn(schema: GraphQLSchema): GraphQLSchema {
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) || !type.getInterfaces().some((face) => face.name === 'Node')) continue;
+    const resolveId = (type.extensions as { pothosOptions?: { id?: { resolve?: GraphQLFieldResolver<unknown, unknown> } } }).pothosOptions?.id?.resolve;
+    const field = type.getFields().id;
+    if (!resolveId || !field) continue;
+    field.resolve = (source, args, context, info) => {
+      const id = resolveId(source, args, context, info) as string | null | undefined | Promise<string | null | undefined>;
+      const encode = (value: string | null | undefined) => (value === null || value === undefined ? value : encodeNodeId(type.name, value));
+      return id instanceof Promise ? id.then(encode) : encode(id);
+    };
   }
   return schema;
 }
