@@ -27,8 +27,6 @@ export interface LiveContext {
   hub: EventHub;
   /** The consumer's connection, as far as the stream may ask of it. */
   transport?: StreamTransport;
-  /** Gives the next event fresh loaders and budget (set by forStream). */
-  renew?: () => void;
 }
 
 /** The context of one request, on `db` (the pool, or a read snapshot's transaction). */
@@ -47,8 +45,9 @@ export interface ContextFactory {
   /** The context of an authenticated request. */
   forViewer(requestId: string, viewer: Viewer): Context;
   /**
-   * The context of a stream: each event is answered with loaders and a response budget of its
-   * own (`renew` before each), so that no event sees what an earlier one loaded.
+   * The context of a stream: each execution of an event is answered with loaders and a
+   * response budget of its own (`renew` before each), so that no event sees what an earlier
+   * one loaded, and a long stream holds no more than one event's.
    */
   forStream(requestId: string, viewer: Viewer, live: LiveContext): { context: Context; renew: () => void };
   /**
@@ -86,7 +85,6 @@ export function createContextFactory(
       const renew = () => {
         current = contextOn(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites, live });
       };
-      live.renew = renew;
       return { context, renew };
     },
     inSnapshot: (context, work) =>

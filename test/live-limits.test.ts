@@ -188,6 +188,37 @@ describe('a WebSocket consumer that resumes far behind and reads slowly', () => 
     }), 60_000);
 });
 
+describe('an SSE consumer that resumes far behind and reads slowly', () => {
+  it('gets the whole replay at its own pace, and is not cut off', () =>
+    onRealServer('slow sse replay', async (http, client, storeId) => {
+      const watcher = await open(client.token, { memoryStoreId: storeId });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await createMemoryAt(client, storeId, 'r0.md', 'first');
+      const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
+      watcher.close();
+      const total = 80;
+      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `r${index}.md`, LARGE);
+      // ~16 MB of replayed results on a real socket, written to it directly: more than the socket buffers and the unsent bound.
+      const socket = net.connect(Number(new globalThis.URL(http.url).port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      const body = JSON.stringify({ query: SUBSCRIBE_EVENTS, variables: { memoryStoreId: storeId, after: firstCursor } });
+      socket.write(`POST /graphql HTTP/1.1\r\nHost: memstore.test\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${client.token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      for (let pause = 0; pause < 3; pause += 1) {
+        socket.pause();
+        await new Promise((resolve) => setTimeout(resolve, 700));
+        socket.resume();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const results = () => sseMessages(dechunk(Buffer.concat(chunks)));
+      for (let waited = 0; waited < 20_000 && results().length < total - 1; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
+      expect(results().map((result) => result.data.memoryEvents.version.path)).toEqual(Array.from({ length: total - 1 }, (_, index) => `r${index + 1}.md`));
+      socket.destroy();
+    }), 60_000);
+});
+
 /** A test on the app listening on a real port (with WebSocket), in a new workspace with a store of its own. */
 async function onRealServer(storeName: string, work: (http: Awaited<ReturnType<typeof listenWithWebSocket>>, client: TestClient, storeId: string) => Promise<void>): Promise<void> {
   const http = await listenWithWebSocket(server.app);

@@ -23,6 +23,25 @@ describe('shared event results', () => {
     expect((await shared.resultOf({}, shape, execute)).data).toEqual({ n: 2 });
   });
 
+  it('are given at once, without a promise, when the execution needs no I/O; an execution that waits is shared as a promise, then at once', async () => {
+    const shared = new SharedEventResults();
+    const shape = sharedShapeKey(admin, document, null, {});
+    let runs = 0;
+    const now = () => ({ data: { n: (runs += 1) } });
+    const payload = {};
+    const first = shared.resultOf(payload, shape, now);
+    expect(first).not.toBeInstanceOf(Promise);
+    expect(shared.resultOf(payload, shape, now)).toBe(first);
+    const later = () => new Promise<{ data: { n: number } }>((resolve) => setTimeout(() => resolve({ data: { n: (runs += 1) } }), 5));
+    const waiting = {};
+    const both = [shared.resultOf(waiting, shape, later), shared.resultOf(waiting, shape, later)];
+    expect(both.every((answer) => answer instanceof Promise)).toBe(true);
+    const [one, two] = await Promise.all(both);
+    expect(two).toBe(one);
+    expect(shared.resultOf(waiting, shape, later)).toBe(one);
+    expect(runs).toBe(2);
+  });
+
   it('are never shared across workspaces, kinds of key, identities, variables, operation names or documents', () => {
     const base = sharedShapeKey(admin, document, null, { a: 1 });
     const variants = [

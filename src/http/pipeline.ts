@@ -250,3 +250,8 @@ const decoder = new TextDecoder();
 export function parseCompiledData(data: string | Uint8Array): unknown {
   return JSON.parse(typeof data === 'string' ? data : decoder.decode(data));
 }
+
+/** A result with the request's `extensions` (pipeline.extensions) added to its own. */
+export function withExtensions(result: ExecutionResult, extensions: Record<string, unknown> | undefined): ExecutionResult {
+  return extensions ? { ...result, extensions: { ...result.extensions, ...extensions } } : result;
+}

@@ -1,12 +1,14 @@
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ContextFactory } from '../context.js';
+import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import type { EventHub } from '../subscriptions/event-hub.js';
 import type { StreamTransport } from '../subscriptions/event-stream.js';
 import { sharedShapeKey } from '../subscriptions/shared-results.js';
 import type { RequestPipeline } from './pipeline.js';
+import { DirectSink, sseOutlet, type Outlet } from './direct-delivery.js';
 import { socketTransport } from './socket-transport.js';
 
 /**
@@ -15,13 +17,15 @@ import { socketTransport } from './socket-transport.js';
  * like any other (yoga-stages.ts); here its cost is checked, its key identified, and its
  * stream gets a context of its own, with fresh loaders for every event. The access policy
  * (graphql/access.ts) then refuses IDENTITY keys before the stream opens. Each event is
- * executed once for all the streams that would answer it alike (shared-results.ts).
+ * executed once for all the streams that would answer it alike (shared-results.ts), and
+ * written straight to the consumer's connection where there is one (direct-delivery.ts).
  */
 export function useSubscriptionStages(pipeline: RequestPipeline, contexts: ContextFactory, hub: EventHub): Plugin {
   return {
     onSubscribe({ args, setSubscribeFn, setResultAndStopExecution }) {
-      // Over HTTP (SSE) the Node request is in the context Yoga starts from; over WebSocket, `hold` is (websocket.ts).
-      const initial = args.contextValue as { request: Request; transport?: StreamTransport; req?: IncomingMessage };
+      // Over HTTP (SSE) the Node request and response are in the context Yoga starts from;
+      // over WebSocket, the socket's transport and outlet are (websocket.ts).
+      const initial = args.contextValue as { request: Request; transport?: StreamTransport; outlet?: Outlet; req?: IncomingMessage; res?: ServerResponse };
       const request = initial.request;
       const operation = selectOperation(args.document, args.operationName);
       if (!operation) return;
@@ -32,13 +36,25 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
       }
       setSubscribeFn(async (subscribeArgs) => {
         const viewer = await pipeline.identify(request);
-        const { context } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, transport: initial.transport ?? socketTransport(initial.req?.socket) });
+        const { res } = initial;
+        // A consumer on a real connection has its events written to it directly (direct-delivery.ts).
+        const outlet = initial.outlet ?? (res ? sseOutlet(res, () => pipeline.extensions(request)) : undefined);
+        const sink = outlet ? new DirectSink(outlet) : undefined;
+        const transport = initial.transport ?? socketTransport(initial.req?.socket, res ? { bytes: () => res.writableLength, limit: STREAM_BUFFER_BYTES } : undefined);
+        const { context, renew } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, transport: sink ? { ...transport, sink } : transport });
         const args: ExecutionArgs = { ...(subscribeArgs as ExecutionArgs), contextValue: context };
         // What graphql's own subscribe does (the source stream, then an execution per event), with the execution shared.
         const source = await createSourceEventStream(args);
         if (!isAsyncIterable(source)) return source;
         const shape = sharedShapeKey(viewer, args.document, args.operationName, args.variableValues);
-        return mapStream(source, (payload) => hub.results.resultOf(payload as object, shape, () => execute({ ...args, rootValue: payload }) as ExecutionResult | Promise<ExecutionResult>));
+        // Each execution answers with loaders and a budget of its own.
+        const resultOf = (payload: unknown) =>
+          hub.results.resultOf(payload as object, shape, () => {
+            renew();
+            return execute({ ...args, rootValue: payload }) as ExecutionResult | Promise<ExecutionResult>;
+          });
+        sink?.start(resultOf);
+        return mapStream(source, resultOf);
       });
     },
   };

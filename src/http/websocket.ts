@@ -7,6 +7,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_REQUEST_BODY_BYTES, STREAM_BUFFER_BYTES, STREAM_KEEP_ALIVE_MS, STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
+import { webSocketOutlet } from './direct-delivery.js';
 import { socketTransport } from './socket-transport.js';
 
 /**
@@ -14,8 +15,9 @@ import { socketTransport } from './socket-transport.js';
  * becomes a request of its own, carrying the key of `connection_init`'s payload
  * (`{ "authorization": "Bearer msk_…" }`) as its Authorization header, and runs through
  * Yoga's envelope: the same parsing, validation, admission, cost, identification, access
- * policy and masking as over HTTP. A socket is pinged every STREAM_KEEP_ALIVE_MS; a consumer
- * that stops reading (more than STREAM_BUFFER_BYTES unsent) has its streams cut off.
+ * policy and masking as over HTTP; a stream's events are then written to the socket directly
+ * (direct-delivery.ts). A socket is pinged every STREAM_KEEP_ALIVE_MS; a consumer that stops
+ * reading (more than STREAM_BUFFER_BYTES unsent) has its streams cut off.
  */
 
 interface Enveloped {
@@ -84,7 +86,7 @@ export function attachWebSocket(server: Server, app: Enveloped, logger: Logger):
     {
       execute: (args) => (args.rootValue as { execute: (args: ExecutionArgs) => never }).execute(args),
       subscribe: (args) => (args.rootValue as { subscribe: (args: ExecutionArgs) => never }).subscribe(args),
-      onSubscribe: async (context, _id, payload) => {
+      onSubscribe: async (context, id, payload) => {
         const authorization = context.connectionParams?.authorization;
         const headers = new Headers({ 'content-type': 'application/json' });
         if (typeof authorization === 'string') headers.set('authorization', authorization);
@@ -92,7 +94,7 @@ export function attachWebSocket(server: Server, app: Enveloped, logger: Logger):
         const ws = context.extra.socket;
         const transport = socketTransport((ws as unknown as { _socket?: Socket })._socket, { bytes: () => ws.bufferedAmount, limit: STREAM_BUFFER_BYTES });
         try {
-          const enveloped = app.getEnveloped({ request, params: payload, transport });
+          const enveloped = app.getEnveloped({ request, params: payload, transport, outlet: webSocketOutlet(ws as WebSocket, (ws as unknown as { _socket?: Socket })._socket, id) });
           const document = enveloped.parse(payload.query);
           const errors = enveloped.validate(enveloped.schema, document);
           if (errors.length > 0) return errors.map((error) => maskError(error));

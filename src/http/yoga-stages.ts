@@ -1,7 +1,7 @@
 import type { ExecutionArgs, ExecutionResult, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { selectOperation } from '../graphql/query-cost.js';
-import { parseCompiledData, type RequestPipeline } from './pipeline.js';
+import { parseCompiledData, withExtensions, type RequestPipeline } from './pipeline.js';
 import { useRequestBodyLimit } from './request-body.js';
 import { isAsyncIterable, mapStream } from './subscriptions.js';
 
@@ -32,7 +32,7 @@ export function yogaStages(pipeline: RequestPipeline, paths: { routes: Plugin[];
       // errors keep their own HTTP status under every response type.
       const extensions = pipeline.extensions(request);
       const settle = (plain: unknown) => {
-        const single = extensions ? { ...(plain as ExecutionResult), extensions: { ...(plain as ExecutionResult).extensions, ...extensions } } : plain;
+        const single = withExtensions(plain as ExecutionResult, extensions);
         const errors = (single as ExecutionResult).errors;
         if (!errors?.length) return single;
         const masked = pipeline.mask(request, errors as readonly GraphQLError[]);

@@ -14,10 +14,10 @@ import {
   type EventSubjects,
   type MemoryEventRecord,
 } from '../domain/events.js';
-import { EVENT_BATCH_SIZE, EVENT_HOLD_MAX_BYTES, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
+import { EVENT_BATCH_SIZE, EVENT_HOLD_MAX_BYTES, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { EventStream, payloadBytes, payloadOf, streamError, type StreamFilter, type StreamTransport } from './event-stream.js';
+import { EventStream, payloadBytes, payloadOf, streamError, type MemoryEventPayload, type StreamFilter, type StreamTransport } from './event-stream.js';
 import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
 
@@ -68,7 +68,7 @@ export interface EventHubOptions {
   slots?: StreamSlots;
   retentionDays: number;
   pollIntervalMs?: number;
-  /** The least time between two reads woken by notifications (EVENT_WAKE_GAP_MS). */
+  /** The least time between two reads woken by notifications (default: EVENT_WAKE_GAP_MS, growing with the open streams). */
   wakeGapMs?: number;
   keyCheckIntervalMs?: number;
   sweepIntervalMs?: number;
@@ -137,7 +137,10 @@ export class EventHub {
         timer.unref();
         this.timers.push(timer);
       };
-      every(this.options.pollIntervalMs ?? EVENT_POLL_INTERVAL_MS, () => this.poll());
+      // The timer finds what no notification announced: a read that began less than an
+      // interval ago (woken by one) has found it already, or the next wake will.
+      const interval = this.options.pollIntervalMs ?? EVENT_POLL_INTERVAL_MS;
+      every(interval, () => (performance.now() - this.lastPollAt >= interval / 2 ? this.poll() : undefined));
       every(this.options.keyCheckIntervalMs ?? STREAM_KEY_CHECK_INTERVAL_MS, () => this.checkKeys());
       every(this.options.sweepIntervalMs ?? EVENT_SWEEP_INTERVAL_MS, () => this.sweep());
     });
@@ -198,12 +201,12 @@ export class EventHub {
         const page = await readWorkspaceEventsAfter(this.db, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, pageSize);
         const matching = page.filter((event) => stream.matches(event));
         const subjects = matching.length ? await loadEventSubjects(this.db, matching) : null;
-        for (const event of matching) stream.deliver(payloadOf(event, subjects!));
+        stream.deliver(matching.map((event) => payloadOf(event, subjects!)));
         if (page.length > 0) stream.position = page.at(-1)!.position;
         // Caught up, and every live event since this page's read began is held: live from here.
         if (page.length < pageSize && stream.heldDropped === dropped) break;
         // Backpressure: the next page once the consumer has read most of this one.
-        while (stream.isOpen && stream.buffered > pageSize / 2) await new Promise((resolve) => setTimeout(resolve, 20));
+        while (stream.isOpen && (stream.buffered > pageSize / 2 || stream.saturated)) await new Promise((resolve) => setTimeout(resolve, 20));
       }
       if (stream.isOpen) stream.goLive();
     } catch (error) {
@@ -218,7 +221,7 @@ export class EventHub {
    */
   wake(): void {
     if (this.wakeTimer !== null || this.closed) return;
-    const wait = this.lastPollAt + (this.options.wakeGapMs ?? EVENT_WAKE_GAP_MS) - performance.now();
+    const wait = this.lastPollAt + this.wakeGap() - performance.now();
     if (wait <= 0) {
       void this.poll();
       return;
@@ -227,6 +230,12 @@ export class EventHub {
       this.wakeTimer = null;
       void this.poll();
     }, wait);
+  }
+
+  /** The least time between two reads woken by notifications, for the streams open now. */
+  wakeGap(): number {
+    if (this.options.wakeGapMs !== undefined) return this.options.wakeGapMs;
+    return Math.min(EVENT_WAKE_GAP_MAX_MS, Math.max(EVENT_WAKE_GAP_MS, this.streamCount * EVENT_WAKE_GAP_PER_STREAM_MS));
   }
 
   /** Reads every committed event past the hub's position, batch by batch, and fans each out. Concurrent wakes coalesce. */
@@ -246,24 +255,31 @@ export class EventHub {
           if (batch.length === 0) break;
           const wanted = batch.filter((event) => this.streams.has(event.workspaceId));
           const subjects = wanted.length ? await loadEventSubjects(this.db, wanted) : null;
+          // Each workspace's events, in order, for its streams to filter.
+          const byWorkspace = new Map<string, MemoryEventPayload[]>();
+          let bytes = 0;
+          for (const event of wanted) {
+            const payload = payloadOf(event, subjects!);
+            bytes += payloadBytes(payload);
+            let payloads = byWorkspace.get(event.workspaceId);
+            if (!payloads) byWorkspace.set(event.workspaceId, (payloads = []));
+            payloads.push(payload);
+          }
           // Each stream's transport holds its writes while a small batch reaches it: its
           // events leave in one write, once every stream has answered them (after this
           // turn's promises and ticks).
-          const payloads = wanted.map((event) => payloadOf(event, subjects!));
-          const hold = payloads.reduce((bytes, payload) => bytes + payloadBytes(payload), 0) <= EVENT_HOLD_MAX_BYTES;
+          const hold = bytes <= EVENT_HOLD_MAX_BYTES;
           const releases: (() => void)[] = [];
-          const held = new Set<EventStream>();
           try {
-            for (const payload of payloads) {
-              const { event } = payload;
-              for (const stream of this.streams.get(event.workspaceId) ?? []) {
-                if (!stream.matches(event)) continue;
-                if (hold && !held.has(stream)) {
-                  held.add(stream);
+            for (const [workspaceId, payloads] of byWorkspace) {
+              for (const stream of this.streams.get(workspaceId) ?? []) {
+                const matching = stream.matchesEvery ? payloads : payloads.filter((payload) => stream.matches(payload.event));
+                if (matching.length === 0) continue;
+                if (hold) {
                   const release = stream.hold();
                   if (release) releases.push(release);
                 }
-                stream.push(payload);
+                stream.push(matching);
               }
             }
           } finally {

@@ -29,6 +29,26 @@ export interface StreamTransport {
   stalled?: () => boolean;
   /** Holds the connection's writes until the returned release: the events of one batch then leave in one write. */
   hold?: () => () => void;
+  /** Writes the stream's events to the connection itself, instead of handing them to its iterator. */
+  sink?: StreamSink;
+}
+
+/**
+ * Where a stream's events go when they are written to the consumer's connection directly
+ * (http/direct-delivery.ts), in stream order. The stream's iterator then yields only what
+ * the sink hands back (`fallBack`) and the stream's last item.
+ */
+export interface StreamSink {
+  /** The stream this sink writes for: what it cannot write, it hands back to the stream's iterator. */
+  attach(stream: { fallBack(payloads: MemoryEventPayload[]): void }): void;
+  /** Takes the next events of the stream. */
+  send(payloads: readonly MemoryEventPayload[]): void;
+  /** Events taken and not yet written. */
+  readonly pending: number;
+  /** Whether the connection holds enough unsent that a replay should wait. */
+  readonly saturated: boolean;
+  /** The stream ended: what is pending is dropped, nothing more is written. */
+  close(): void;
 }
 
 export interface StreamFilter {
@@ -75,6 +95,8 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   live = false;
   /** How often held live events were dropped during the replay (it then reads on). */
   heldDropped = 0;
+  /** Set while the stream's events are written directly to its consumer's connection. */
+  private sink: StreamSink | null;
 
   constructor(
     readonly viewer: Viewer,
@@ -84,12 +106,21 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     private readonly bufferEvents: number,
     private readonly onEnd: (stream: EventStream) => void,
     private readonly transport: StreamTransport = {},
-  ) {}
+  ) {
+    this.sink = transport.sink ?? null;
+    this.sink?.attach(this);
+  }
 
-  /** Holds this stream's transport for a batch; null when it cannot be held or the stream is not live. */
+  /** Holds this stream's transport for a batch; null when it cannot be held, needs no holding, or the stream is not live. */
   hold(): (() => void) | null {
-    if (!this.transport.hold || !this.live || !this.isOpen) return null;
+    // A sink writes each batch's frames in one write of its own.
+    if (!this.transport.hold || !this.live || !this.isOpen || this.sink) return null;
     return this.transport.hold();
+  }
+
+  /** Whether the stream takes every event of its workspace (no store, no path prefix). */
+  get matchesEvery(): boolean {
+    return this.filter.memoryStoreId === null && !this.filter.pathPrefix;
   }
 
   matches(event: MemoryEventRecord): boolean {
@@ -98,42 +129,72 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
 
   /** How many events wait for the consumer (the replay's backpressure). */
   get buffered(): number {
-    return this.queue.length;
+    return this.queue.length + (this.sink?.pending ?? 0);
   }
 
-  /** A live event from the poller. */
-  push(payload: MemoryEventPayload): void {
+  /** Whether the consumer's connection holds enough unsent that a replay should wait for it. */
+  get saturated(): boolean {
+    return this.sink?.saturated ?? false;
+  }
+
+  /** Live events from the poller, in order. */
+  push(payloads: readonly MemoryEventPayload[]): void {
     if (this.ended || this.failed) return;
     if (!this.live) {
       // Replaying: writes come faster than the replay reads. The held events are dropped
       // (they are in the table) and the replay goes on past them.
-      if (this.held.length >= this.bufferEvents) {
-        this.held.length = 0;
-        this.heldDropped += 1;
+      for (const payload of payloads) {
+        if (this.held.length >= this.bufferEvents) {
+          this.held.length = 0;
+          this.heldDropped += 1;
+        }
+        this.held.push(payload);
       }
-      this.held.push(payload);
       return;
     }
-    this.deliver(payload);
+    this.deliver(payloads);
   }
 
   /** Replay is done: the held live events past the replayed ones follow. */
   goLive(): void {
     this.live = true;
-    for (const payload of this.held.splice(0)) this.deliver(payload);
+    this.deliver(this.held.splice(0));
   }
 
-  /** An event in stream order; events at or before the stream's position were delivered already. */
-  deliver(payload: MemoryEventPayload): void {
+  /** Events in stream order; those at or before the stream's position were delivered already. */
+  deliver(payloads: readonly MemoryEventPayload[]): void {
     if (this.ended || this.failed) return;
-    if (comparePositions(payload.event.position, this.position) <= 0) return;
-    this.position = payload.event.position;
+    let fresh = payloads;
+    if (payloads.length > 0 && comparePositions(payloads[0]!.event.position, this.position) <= 0) {
+      fresh = payloads.filter((payload) => comparePositions(payload.event.position, this.position) > 0);
+    }
+    if (fresh.length === 0) return;
+    this.position = fresh.at(-1)!.event.position;
     // A transport that takes results without waiting for them to be sent (graphql-ws) holds
     // the unsent ones itself: past its bound the consumer is not reading, waiting or not.
     if (this.transport.stalled?.()) {
       this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
       return;
     }
+    if (this.sink) {
+      const sink = this.sink;
+      // The sink may hand events back to the iterator as it takes these (this.sink is then null).
+      sink.send(fresh);
+      if (sink.pending > this.bufferEvents) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+      return;
+    }
+    for (const payload of fresh) this.enqueue(payload);
+  }
+
+  /** The sink could not write these (in stream order): the iterator yields them, and every event after them. */
+  fallBack(payloads: MemoryEventPayload[]): void {
+    if (!this.sink) return;
+    this.sink = null;
+    for (const payload of payloads) this.enqueue(payload);
+  }
+
+  private enqueue(payload: MemoryEventPayload): void {
+    if (this.ended || this.failed) return;
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = null;
@@ -151,6 +212,9 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     this.failed = true;
     this.queue.length = 0;
     this.held.length = 0;
+    // The error is the stream's last item: what the sink still holds is dropped, and the iterator yields the error.
+    this.sink?.close();
+    this.sink = null;
     const last = { event: undefined as never, memoryStore: null, memory: null, version: null, failure: error };
     this.queue.push(last);
     if (this.waiting) {
@@ -187,6 +251,8 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     this.ended = true;
     this.queue.length = 0;
     this.held.length = 0;
+    this.sink?.close();
+    this.sink = null;
     this.onEnd(this);
     if (this.waiting) {
       const resolve = this.waiting;

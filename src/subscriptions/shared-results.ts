@@ -38,9 +38,15 @@ export function sharedShapeKey(viewer: Viewer, document: DocumentNode, operation
 /** How long an execution of an event is shared with the streams that ask the same of it. */
 export const SHARED_RESULT_WINDOW_MS = 1_000;
 
+/** One execution shared by the streams of a shape: its promise, and its result once it came without errors. */
+interface SharedExecution {
+  promise: Promise<ExecutionResult>;
+  result?: ExecutionResult;
+}
+
 export class SharedEventResults {
-  /** Per payload, oldest first (a Map keeps insertion order): when its first execution began, and its results by shape. */
-  private readonly entries = new Map<object, { madeAt: number; results: Map<string, Promise<ExecutionResult>> }>();
+  /** Per payload, oldest first (a Map keeps insertion order): when its first execution began, and its executions by shape. */
+  private readonly entries = new Map<object, { madeAt: number; executions: Map<string, SharedExecution> }>();
 
   constructor(
     private readonly windowMs = SHARED_RESULT_WINDOW_MS,
@@ -60,20 +66,42 @@ export class SharedEventResults {
     }
   }
 
-  /** The result of `payload` for streams of `shape`: executed once (by the first asker), unless it has errors. */
-  async resultOf(payload: object, shape: string, execute: () => ExecutionResult | Promise<ExecutionResult>): Promise<ExecutionResult> {
+  /**
+   * The result of `payload` for streams of `shape`: executed once (by the first asker), unless
+   * it has errors or throws. An execution that needs no I/O is made at once, and its result
+   * given without a promise, to every stream that asks: a thousand streams take it in one turn.
+   */
+  resultOf(payload: object, shape: string, execute: () => ExecutionResult | Promise<ExecutionResult>): ExecutionResult | Promise<ExecutionResult> {
     const now = this.now();
     this.sweep(now);
     let entry = this.entries.get(payload);
-    if (!entry) this.entries.set(payload, (entry = { madeAt: now, results: new Map() }));
-    const pending = entry.results.get(shape);
-    if (pending) {
-      const result = await pending.catch(() => null);
-      if (result && !result.errors?.length) return result;
-      return execute();
+    if (!entry) this.entries.set(payload, (entry = { madeAt: now, executions: new Map() }));
+    const shared = entry.executions.get(shape);
+    if (shared) {
+      if (shared.result) return shared.result;
+      return shared.promise.then(
+        (result) => (result.errors?.length ? execute() : result),
+        () => execute(),
+      );
     }
-    const own = Promise.resolve().then(execute);
-    entry.results.set(shape, own);
-    return own;
+    let answer: ExecutionResult | Promise<ExecutionResult>;
+    try {
+      answer = execute();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (answer instanceof Promise) {
+      const own: SharedExecution = { promise: answer };
+      answer.then(
+        (result) => {
+          if (!result.errors?.length) own.result = result;
+        },
+        () => {},
+      );
+      entry.executions.set(shape, own);
+    } else if (!answer.errors?.length) {
+      entry.executions.set(shape, { promise: Promise.resolve(answer), result: answer });
+    }
+    return answer;
   }
 }

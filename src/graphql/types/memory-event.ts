@@ -86,25 +86,13 @@ builder.subscriptionField('memoryEvents', (t) =>
     subscribe: async (_root, args, context) => {
       const live = context.live;
       if (!live) throw new GraphQLError('Live updates are not served here.', { extensions: { code: 'INVALID_REQUEST' } });
-      const stream = await live.hub.open({
+      return live.hub.open({
         viewer: context.viewer,
         filter: { memoryStoreId: args.memoryStoreId ?? null, pathPrefix: args.pathPrefix ?? null },
         after: args.after ?? null,
         now: context.now,
         transport: live.transport,
       });
-      // Each event is answered with loaders and a budget of its own.
-      return {
-        [Symbol.asyncIterator]() {
-          return this;
-        },
-        async next() {
-          const result = await stream.next();
-          if (!result.done) live.renew?.();
-          return result;
-        },
-        return: () => stream.return(),
-      } as AsyncIterableIterator<MemoryEventPayload>;
     },
     resolve: (payload) => {
       // A stream cut off (revoked key, slow consumer) ends with this error.

@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutionResult } from 'graphql';
+import { eventHubOf } from '../src/app.js';
+import { DirectSink, type Outlet } from '../src/http/direct-delivery.js';
+import { EventStream, type MemoryEventPayload } from '../src/subscriptions/event-stream.js';
+import type { EventPosition } from '../src/domain/events.js';
+import type { Viewer } from '../src/domain/viewer.js';
+import { createMemoryAt, createStoreNamed, listenWithWebSocket, run, subscribeSse, subscribeWs, type StreamResult, type TestStream } from './support/live.js';
+import { useTestServer } from './support/server.js';
+
+/**
+ * The two ways a stream's events reach its consumer answer alike: through the stream's
+ * iterator and the transport's own machinery (app.fetch has no socket), and written to a
+ * real connection directly (src/http/direct-delivery.ts), over SSE and over WebSocket.
+ */
+const server = useTestServer();
+let http: Awaited<ReturnType<typeof listenWithWebSocket>>;
+beforeAll(async () => {
+  http = await listenWithWebSocket(server.app);
+});
+afterAll(async () => {
+  await http?.close();
+});
+
+/** A selection answered from the event's own objects: no I/O, so the fan-out answers it in its own turn. */
+const WITHOUT_IO = `subscription($memoryStoreId: ID) { memoryEvents(memoryStoreId: $memoryStoreId) { cursor kind occurredAt memoryStoreId memoryStore { id name status } memoryId memory { id path metadata } version { id operation path redacted } } }`;
+/** A selection that loads content and a store's memories: each execution waits for the database. */
+const WITH_IO = `subscription($memoryStoreId: ID) { memoryEvents(memoryStoreId: $memoryStoreId) { cursor kind memoryStore { id name memories(first: 2) { edges { node { path content } } } } memory { id content } version { id content redacted } } }`;
+
+const withoutExtensions = (results: StreamResult[]) => results.map(({ extensions: _extensions, ...result }: StreamResult & { extensions?: unknown }) => result);
+
+describe('a stream written directly to its connection', () => {
+  for (const [name, query] of [
+    ['without I/O', WITHOUT_IO],
+    ['with I/O', WITH_IO],
+  ] as const) {
+    it(`answers every event as the iterator answers it, over SSE and over WebSocket (a selection ${name})`, async () => {
+      const client = await server.newWorkspace();
+      const storeId = await createStoreNamed(client, `paths ${name}`);
+      const variables = { memoryStoreId: storeId };
+      const viaIterator = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, query, variables);
+      // Two of each: streams of one shape share each event's execution and frame.
+      const sse = [await subscribeSse(fetch, http.url, client.token, query, variables), await subscribeSse(fetch, http.url, client.token, query, variables)];
+      const ws = [subscribeWs(http.wsUrl, client.token, query, variables), subscribeWs(http.wsUrl, client.token, query, variables)];
+      const all: TestStream[] = [viaIterator, ...sse, ...ws];
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Each write is delivered to every stream before the next: what a selection reads past the event is then the same for all.
+      let count = 0;
+      const delivered = async () => {
+        count += 1;
+        await Promise.all(all.map((stream) => stream.waitFor(count)));
+      };
+      const a = await createMemoryAt(client, storeId, 'notes/a.md', 'alpha');
+      await delivered();
+      const b = await createMemoryAt(client, storeId, 'notes/b.md', 'beta');
+      await delivered();
+      await run(client, `mutation($id: ID!) { updateMemory(input: { id: $id, content: "alpha 2", metadata: { k: "v" } }) { __typename } }`, { id: a.id });
+      await delivered();
+      await run(client, `mutation($id: ID!) { updateMemory(input: { id: $id, path: "notes/c.md" }) { __typename } }`, { id: b.id });
+      await delivered();
+      await run(client, `mutation($id: ID!) { redactMemoryVersion(input: { id: $id }) { __typename } }`, { id: a.versionId });
+      await delivered();
+      await run(client, `mutation($id: ID!) { deleteMemory(input: { id: $id }) { __typename } }`, { id: a.id });
+      await delivered();
+      await run(client, `mutation($id: ID!) { updateMemoryStore(input: { id: $id, name: "renamed" }) { __typename } }`, { id: storeId });
+      await delivered();
+
+      expect(viaIterator.results).toHaveLength(7);
+      expect(viaIterator.results.every((result) => !result.errors && result.data)).toBe(true);
+      for (const stream of sse) expect(stream.results).toEqual(viaIterator.results);
+      // graphql-ws answers carry no extensions (as before direct delivery).
+      for (const stream of ws) expect(stream.results).toEqual(withoutExtensions(viaIterator.results));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const stream of all) expect(stream.results).toHaveLength(7);
+      for (const stream of all) stream.close();
+    });
+  }
+
+  it('ends with the error that cuts it off, after every event written before it, and then completes (SSE and WebSocket)', async () => {
+    const client = await server.newWorkspace();
+    const created = await run(client, `mutation { createApiKey(input: { name: "dashboard", kind: ADMIN }) { ... on CreateApiKeySuccess { apiKey { id } token } } }`);
+    const token = created.createApiKey.token as string;
+    const storeId = await createStoreNamed(client, 'cut off');
+    const streams = [await subscribeSse(fetch, http.url, token, WITHOUT_IO, { memoryStoreId: storeId }), subscribeWs(http.wsUrl, token, WITHOUT_IO, { memoryStoreId: storeId })];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await createMemoryAt(client, storeId, 'one.md', 'one');
+    await createMemoryAt(client, storeId, 'two.md', 'two');
+    for (const stream of streams) await stream.waitFor(2);
+    await run(client, `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { __typename } }`, { id: created.createApiKey.apiKey.id });
+    await eventHubOf(server.app).checkKeys();
+    for (const stream of streams) {
+      await stream.ended;
+      expect(stream.results.map((result) => result.data?.memoryEvents.version.path ?? result.errors?.[0]?.extensions?.code)).toEqual(['one.md', 'two.md', 'UNAUTHENTICATED']);
+      stream.close();
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// The sink itself, with an outlet and results made by hand.
+
+const viewer: Viewer = { workspaceId: 'ws_sink', apiKeyId: 'key_sink', kind: 'ADMIN' as Viewer['kind'], identityId: null };
+const position = (index: number): EventPosition => ({ xid: 1n, id: index });
+
+function payload(index: number): MemoryEventPayload {
+  return { event: { workspaceId: viewer.workspaceId, position: position(index), memoryStoreId: 'memstore_x', path: `${index}.md` } as never, memoryStore: null, memory: null, version: null };
+}
+
+function fakeOutlet() {
+  const writes: string[][] = [];
+  const outlet: Outlet & { isReady: boolean; writes: string[][] } = {
+    isReady: true,
+    writes,
+    ready: () => outlet.isReady,
+    gone: () => false,
+    unsent: () => 0,
+    frame: (result) => Buffer.from(String((result.data as { n: number }).n)),
+    write: (frames) => void writes.push(frames.map((frame) => frame.toString())),
+  };
+  return outlet;
+}
+
+/** A stream with a sink, its results by payload index: `{ n }`, or errors for the indexes in `failing`; `slow` ones come after a delay. */
+function streamWithSink(outlet: Outlet, options: { failing?: number[]; slow?: number[] } = {}) {
+  const sink = new DirectSink(outlet);
+  const stream = new EventStream(viewer, { memoryStoreId: null, pathPrefix: null }, position(0), 100, () => {}, { sink });
+  stream.goLive();
+  const indexOf = (item: MemoryEventPayload) => Number(item.event.position.id);
+  sink.start((item): ExecutionResult | Promise<ExecutionResult> => {
+    const n = indexOf(item);
+    const result: ExecutionResult = options.failing?.includes(n) ? { errors: [{ message: `failed ${n}` }] as never } : { data: { n } };
+    return options.slow?.includes(n) ? new Promise((resolve) => setTimeout(() => resolve(result), 30)) : result;
+  });
+  return { stream, sink, indexOf };
+}
+
+describe('a direct sink', () => {
+  it('writes the events of one delivery in one write, in order', () => {
+    const outlet = fakeOutlet();
+    const { stream } = streamWithSink(outlet);
+    stream.push([payload(1), payload(2), payload(3)]);
+    stream.push([payload(4)]);
+    expect(outlet.writes).toEqual([['1', '2', '3'], ['4']]);
+  });
+
+  it('keeps later events behind a result that waits for I/O, and writes what came before it once the turn is over', async () => {
+    const outlet = fakeOutlet();
+    const { stream, sink } = streamWithSink(outlet, { slow: [2] });
+    stream.push([payload(1), payload(2), payload(3)]);
+    expect(outlet.writes).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(outlet.writes).toEqual([['1']]);
+    expect(sink.pending).toBe(2);
+    stream.push([payload(4)]);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(outlet.writes).toEqual([['1'], ['2', '3', '4']]);
+    expect(sink.pending).toBe(0);
+  });
+
+  it('writes nothing before its connection is ready, then everything in order', async () => {
+    const outlet = fakeOutlet();
+    outlet.isReady = false;
+    const { stream } = streamWithSink(outlet);
+    stream.push([payload(1), payload(2)]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(outlet.writes).toEqual([]);
+    outlet.isReady = true;
+    stream.push([payload(3)]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(outlet.writes).toEqual([['1', '2', '3']]);
+  });
+
+  it('hands the first result with errors, and every event after it, back to the stream\'s iterator, in order', async () => {
+    const outlet = fakeOutlet();
+    const { stream, indexOf } = streamWithSink(outlet, { failing: [3] });
+    stream.push([payload(1), payload(2), payload(3), payload(4)]);
+    stream.push([payload(5)]);
+    expect(outlet.writes).toEqual([['1', '2']]);
+    const iterated: number[] = [];
+    for (let index = 0; index < 3; index += 1) iterated.push(indexOf((await stream.next()).value as MemoryEventPayload));
+    expect(iterated).toEqual([3, 4, 5]);
+    expect(stream.buffered).toBe(0);
+  });
+
+  it('drops what it holds when its stream ends, and writes nothing more', async () => {
+    const outlet = fakeOutlet();
+    const { stream, sink } = streamWithSink(outlet, { slow: [1] });
+    stream.push([payload(1), payload(2)]);
+    stream.close();
+    expect(sink.pending).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(outlet.writes).toEqual([]);
+  });
+});
