@@ -1,88 +1,146 @@
 /**
- * The subscribers of `npm run bench:fan-out`, in a process of their own (so that reading a
+ * The subscribers of the fan-out benchmark, in a process of their own (so that reading a
  * thousand streams does not slow the writers' event loop). Arguments: the GraphQL URL, the
  * key, the number of streams (even: SSE, odd: graphql-ws). Prints "ready" once every stream
  * is open; then reads, from standard input, one JSON line `{ committed: { [versionId]: ms } }`
  * (times as `performance.timeOrigin + performance.now()`), and prints one JSON line with the
  * delivery latencies' quantiles and the deliveries missing, then exits.
  *
- * The readers are lean on purpose: node:http for SSE and `ws` for graphql-ws, one JSON.parse
- * per event, so that what is measured is the server.
+ * The readers are as lean as a reader can be, because they share a core with the writers and
+ * read a thousand times what the server writes: each stream is a plain socket with its
+ * request (SSE) or upgrade and client frames (graphql-ws) written by hand, and each event's
+ * version id is found in the bytes as they arrive, without decoding HTTP chunks or
+ * WebSocket frames. The test suite checks what the frames hold (test/live-*.test.ts); this
+ * counts arrivals.
  */
-import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import net, { type Socket } from 'node:net';
 import readline from 'node:readline';
-import WebSocket from 'ws';
 
 const [url, token, countText] = process.argv.slice(2);
 const COUNT = Number(countText);
 const QUERY = 'subscription { memoryEvents { version { id } } }';
 const now = () => performance.timeOrigin + performance.now();
 
-/** Per stream: version id → arrival time. */
-const arrivals: Map<string, number>[] = [];
-const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-const closers: (() => void)[] = [];
+const MARK = Buffer.from('"version":{"id":"');
+const QUOTE = 0x22;
 
-function record(into: Map<string, number>, data: string): void {
-  const versionId = (JSON.parse(data) as { data?: { memoryEvents?: { version?: { id?: string } } } }).data?.memoryEvents?.version?.id;
-  if (versionId) into.set(versionId, now());
+/** Version ids seen by any stream, each with its index in every stream's arrival times. */
+const versionIndex = new Map<string, number>();
+/** Chunks read, all streams together (how often the server wrote to each socket). */
+let chunks = 0;
+
+/** One stream's arrival times, by version index (NaN: not arrived). */
+class Arrivals {
+  times = new Float64Array(4096).fill(Number.NaN);
+  /** Bytes of an id cut off by the end of a chunk. */
+  private carry: Buffer | null = null;
+
+  at(index: number): number {
+    return index < this.times.length ? this.times[index]! : Number.NaN;
+  }
+
+  /** Records every version id whose marker and closing quote are in the bytes so far. */
+  read(chunk: Buffer): void {
+    chunks += 1;
+    const bytes = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    this.carry = null;
+    const time = now();
+    let position = 0;
+    for (;;) {
+      const start = bytes.indexOf(MARK, position);
+      if (start < 0) break;
+      const end = bytes.indexOf(QUOTE, start + MARK.length);
+      if (end < 0) {
+        this.carry = Buffer.from(bytes.subarray(start));
+        return;
+      }
+      const id = bytes.toString('latin1', start + MARK.length, end);
+      let index = versionIndex.get(id);
+      if (index === undefined) versionIndex.set(id, (index = versionIndex.size));
+      if (index >= this.times.length) {
+        const grown = new Float64Array(this.times.length * 2).fill(Number.NaN);
+        grown.set(this.times);
+        this.times = grown;
+      }
+      this.times[index] = time;
+      position = end + 1;
+    }
+    // A marker may begin in the last bytes: they are read again with the next chunk.
+    const keep = Math.max(position, bytes.length - (MARK.length - 1));
+    if (keep < bytes.length) this.carry = Buffer.from(bytes.subarray(keep));
+  }
 }
 
-function openSse(into: Map<string, number>): Promise<void> {
+const arrivals: Arrivals[] = [];
+const sockets: Socket[] = [];
+
+/** Opens a socket to the server and writes `head` (and `body`): the socket, once connected. */
+function connect(head: string, body = ''): Promise<Socket> {
+  const { hostname, port } = new URL(url!);
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ query: QUERY });
-    const request = http.request(url!, {
-      method: 'POST',
-      agent,
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${token}`, 'content-length': Buffer.byteLength(body) },
+    const socket = net.connect(Number(port), hostname, () => {
+      socket.write(head + body);
+      resolve(socket);
     });
-    request.on('response', (response) => {
-      if (response.statusCode !== 200) return reject(new Error(`SSE: HTTP ${response.statusCode}`));
-      response.setEncoding('utf8');
-      let buffer = '';
-      response.on('data', (chunk: string) => {
-        buffer += chunk;
-        let boundary: number;
-        while ((boundary = buffer.indexOf('\n\n')) >= 0) {
-          const message = buffer.slice(0, boundary);
-          buffer = buffer.slice(boundary + 2);
-          if (message.startsWith('event: next\ndata: ')) record(into, message.slice('event: next\ndata: '.length));
-        }
-      });
-      closers.push(() => request.destroy());
-      resolve();
-    });
-    request.on('error', reject);
-    request.end(body);
+    socket.on('error', reject);
   });
 }
 
-function openWs(into: Map<string, number>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url!.replace(/^http/, 'ws'), 'graphql-transport-ws');
-    socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
-    socket.on('message', (raw) => {
-      const text = raw.toString();
-      if (text.startsWith('{"id":"1","type":"next","payload":')) {
-        record(into, text.slice('{"id":"1","type":"next","payload":'.length, -1));
-        return;
+/** GraphQL over SSE, the request written by hand: the response's bytes (head, chunk sizes and all) are scanned for version ids. */
+async function openSse(into: Arrivals): Promise<void> {
+  const body = JSON.stringify({ query: QUERY });
+  const { host, pathname } = new URL(url!);
+  const socket = await connect(
+    `POST ${pathname} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`,
+    body,
+  );
+  sockets.push(socket);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('data', (chunk: Buffer) => {
+      if (!chunk.toString('latin1', 0, 15).startsWith('HTTP/1.1 200')) return reject(new Error(`SSE: ${chunk.toString('latin1', 0, 200)}`));
+      into.read(chunk);
+      socket.on('data', (more: Buffer) => into.read(more));
+      resolve();
+    });
+  });
+}
+
+/** A client's text frame: masked (with a zero key, which leaves the payload as it is). */
+function textFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const length = payload.length < 126 ? [0x80 | payload.length] : [0x80 | 126, payload.length >> 8, payload.length & 0xff];
+  return Buffer.concat([Buffer.from([0x81, ...length, 0, 0, 0, 0]), payload]);
+}
+
+/** graphql-ws over a WebSocket, the upgrade and the client's frames written by hand. */
+async function openWs(into: Arrivals): Promise<void> {
+  const { host, pathname } = new URL(url!);
+  const socket = await connect(
+    `GET ${pathname} HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n`,
+  );
+  sockets.push(socket);
+  await new Promise<void>((resolve, reject) => {
+    let state: 'upgrading' | 'initialising' | 'open' = 'upgrading';
+    socket.on('data', (chunk: Buffer) => {
+      if (state === 'open') return into.read(chunk);
+      if (state === 'upgrading') {
+        if (!chunk.toString('latin1', 0, 15).startsWith('HTTP/1.1 101')) return reject(new Error(`WebSocket: ${chunk.toString('latin1', 0, 200)}`));
+        state = 'initialising';
+        socket.write(textFrame(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
       }
-      const message = JSON.parse(text) as { type: string; payload?: unknown };
-      if (message.type === 'connection_ack') {
-        socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: QUERY } }));
+      if (chunk.includes('"connection_ack"')) {
+        state = 'open';
+        socket.write(textFrame(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: QUERY } })));
         // The server opens the stream as it handles the message: give it a moment.
         setTimeout(resolve, 5);
-      } else if (message.type === 'next') {
-        record(into, JSON.stringify((message as { payload: unknown }).payload));
-      } else if (message.type === 'error') reject(new Error(`WebSocket: ${JSON.stringify(message.payload)}`));
+      } else if (chunk.includes('"type":"error"')) reject(new Error(`WebSocket: ${chunk.toString()}`));
     });
-    socket.on('error', reject);
-    closers.push(() => socket.terminate());
   });
 }
 
 for (let index = 0; index < COUNT; index += 1) {
-  const into = new Map<string, number>();
+  const into = new Arrivals();
   arrivals.push(into);
   await (index % 2 === 0 ? openSse(into) : openWs(into));
 }
@@ -91,19 +149,20 @@ process.stdout.write('ready\n');
 const lines = readline.createInterface({ input: process.stdin });
 for await (const line of lines) {
   const { committed } = JSON.parse(line) as { committed: Record<string, number> };
+  const chunksRead = chunks;
   const latencies: number[] = [];
   let missing = 0;
   for (const into of arrivals) {
     for (const [versionId, at] of Object.entries(committed)) {
-      const arrival = into.get(versionId);
-      if (arrival === undefined) missing += 1;
+      const index = versionIndex.get(versionId);
+      const arrival = index === undefined ? Number.NaN : into.at(index);
+      if (Number.isNaN(arrival)) missing += 1;
       else latencies.push(arrival - at);
     }
   }
   latencies.sort((a, b) => a - b);
   const quantile = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  process.stdout.write(`${JSON.stringify({ deliveries: latencies.length, missing, p50: quantile(0.5), p99: quantile(0.99), max: latencies.at(-1) ?? Number.NaN })}\n`);
-  for (const close of closers) close();
-  agent.destroy();
+  process.stdout.write(`${JSON.stringify({ deliveries: latencies.length, missing, p50: quantile(0.5), p99: quantile(0.99), max: latencies.at(-1) ?? Number.NaN, chunksPerStream: Math.round(chunksRead / COUNT) })}\n`);
+  for (const socket of sockets) socket.destroy();
   process.exit(0);
 }

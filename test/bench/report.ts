@@ -1,4 +1,5 @@
 /** The benchmark's results and their Markdown rendering (test/bench/results.md). */
+import type { FanOutReport } from './fan-out-run.js';
 import type { TargetKind, WorkloadName } from './workloads.js';
 
 export interface Row {
@@ -68,6 +69,8 @@ export interface Results {
   statements: StatementRow[];
   rows: Row[];
   longRows: LongRow[];
+  /** F1, the fan-out of live updates (fan-out-run.ts), when it ran. */
+  fanOut?: FanOutReport | null;
   totalSeconds: number;
 }
 
@@ -164,6 +167,28 @@ export function renderMarkdown(results: Results): string {
           `${row.firstTenSeconds === 0 ? '—' : `${(((row.secondMinute - row.firstTenSeconds) / row.firstTenSeconds) * 100).toFixed(1)} %`} | ${format(row.overall, 0)} | ` +
           `${format(row.rssStartMb, 0)} → ${format(row.rssEndMb, 0)} | ${row.failed} |`,
       ),
+      '',
+    );
+  }
+
+  if (results.fanOut) {
+    const fan = results.fanOut;
+    const cpu = (figures: Record<string, number>) =>
+      Object.entries(figures)
+        .filter(([name]) => name !== 'transactionsPerSecond')
+        .map(([name, ms]) => `${name} ${ms}`)
+        .join(', ');
+    push(
+      '## F1: fan-out of live updates',
+      '',
+      `${fan.subscribers} open streams of one workspace (half SSE, half graphql-ws), each receiving every write, while ${fan.writers} clients update memories ` +
+        `(new 1–4 KiB content, as W1) for ${fan.seconds} s; the same writes alone, just before. ${fan.pinning}. Latency is from a write's response (its commit) to a stream's receipt of its event.`,
+      '',
+      '| writes/s alone | writes/s with the streams | ratio | deliveries | missing | latency p50 ms | p99 ms | max ms | writes per stream per second |',
+      '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+      `| ${fan.writesPerSecondAlone} | ${fan.writesPerSecondWithSubscribers} | ${fan.throughputRatio.toFixed(2)} × | ${fan.deliveries} | ${fan.missingDeliveries} | ${fan.latencyMs.p50} | ${fan.latencyMs.p99} | ${fan.latencyMs.max} | ${fan.readsPerStreamPerSecond} |`,
+      '',
+      `CPU ms per second alone: ${cpu(fan.cpuMsPerSecondAlone)}; with the streams: ${cpu(fan.cpuMsPerSecondWithSubscribers)} (each core gives 1,000; ${results.cpus}).`,
       '',
     );
   }

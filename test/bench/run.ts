@@ -6,7 +6,8 @@
  *   --duration S      measured seconds per workload and server (10)
  *   --warmup S        warm-up seconds before each measured run (3)
  *   --connections N   concurrent connections of the load generator (32)
- *   --only Q1,W1      run these workloads only (Q1 Q2 R2 Q3 W1 W2)
+ *   --only Q1,W1      run these workloads only (Q1 Q2 R2 Q3 W1 W2 F1)
+ *   --fan-out-subscribers N  the open streams of F1, the fan-out of live updates (1000)
  *   --long            also run each workload for 2 minutes: req/s of the first 10 s vs the second minute
  *   --pglite          also run memstore on the embedded database (PGlite), seeded the same way
  *   --compare DIR     also measure the memstore of another checkout (DIR, with its own
@@ -36,6 +37,7 @@ import postgres from 'postgres';
 import type { Database } from '../../src/db/client.js';
 import * as schema from '../../src/db/schema.js';
 import { BENCH_DATABASE, databaseUrlFor, dropDatabase, migrateAndSeed, recreateDatabase } from './database.js';
+import { measureFanOut, type FanOutReport } from './fan-out-run.js';
 import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, rssBytes, runLoad, startServer, type ServerProcess } from './measure.js';
 import { renderMarkdown, type LongRow, type Results, type Row, type StatementRow } from './report.js';
 import { BENCH_SHAPE, benchInvariantViolations } from './seed.js';
@@ -55,6 +57,7 @@ const { values: flags } = parseArgs({
     'without-lean-path': { type: 'boolean', default: false },
     'without-metrics': { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
+    'fan-out-subscribers': { type: 'string', default: '1000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -77,17 +80,22 @@ function positive(name: string, value: string, allowZero = false): number {
 const duration = positive('duration', flags.duration);
 const warmup = positive('warmup', flags.warmup, true);
 const connections = Math.round(positive('connections', flags.connections));
-const selected: WorkloadName[] = flags.only
+/** The fan-out of live updates (fan-out-run.ts): measured on a database of its own, after the others. */
+const FAN_OUT = 'F1';
+const KNOWN = [...WORKLOAD_NAMES, FAN_OUT] as const;
+const selected: string[] = flags.only
   ? flags.only.split(',').map((name) => name.trim().toUpperCase()).filter((name) => name !== '').map((name) => {
-      if (!(WORKLOAD_NAMES as readonly string[]).includes(name)) {
-        process.stderr.write(`--only: unknown workload "${name}" (known: ${WORKLOAD_NAMES.join(', ')})\n`);
+      if (!(KNOWN as readonly string[]).includes(name)) {
+        process.stderr.write(`--only: unknown workload "${name}" (known: ${KNOWN.join(', ')})\n`);
         process.exit(2);
       }
-      return name as WorkloadName;
+      return name;
     })
-  : [...WORKLOAD_NAMES];
+  : [...KNOWN];
+const fanOutSubscribers = Math.round(positive('fan-out-subscribers', flags['fan-out-subscribers']));
 // Reads first: the writes change what the reads would return.
 const workloadNames = WORKLOAD_NAMES.filter((name) => selected.includes(name));
+const runFanOut = selected.includes(FAN_OUT);
 
 const compareDir = flags.compare ? path.resolve(flags.compare) : null;
 if (compareDir && !fs.existsSync(path.join(compareDir, 'src', 'server.ts'))) {
@@ -103,6 +111,8 @@ if (!adminUrl) {
 const benchUrl = databaseUrlFor(adminUrl, BENCH_DATABASE);
 
 const LONG_SECONDS = 120;
+/** The concurrent writers of F1 (as many as W1's requests in flight, per server core). */
+const FAN_OUT_WRITERS = 16;
 const COUNTED_REQUESTS = 20;
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const token = `msk_${Array.from({ length: 40 }, () => BASE62[randomInt(62)]).join('')}`;
@@ -383,6 +393,17 @@ async function main(): Promise<void> {
 
   if (!flags['keep-database']) await dropDatabase(adminUrl!, BENCH_DATABASE);
 
+  // ---- 4. the fan-out of live updates: W1-style writes alone, then with streams open ----
+  let fanOut: FanOutReport | null = null;
+  if (runFanOut) {
+    log(`F1: ${fanOutSubscribers} streams while ${FAN_OUT_WRITERS} writers update memories (${duration} s alone, ${duration} s with the streams)`);
+    fanOut = await measureFanOut({ adminUrl: adminUrl!, subscribers: fanOutSubscribers, seconds: duration, writers: FAN_OUT_WRITERS });
+    log(
+      `F1: ${fanOut.writesPerSecondWithSubscribers} writes/s with the streams, ${fanOut.writesPerSecondAlone} alone (${fanOut.throughputRatio.toFixed(2)} ×); ` +
+        `delivery p50 ${fanOut.latencyMs.p50} ms, p99 ${fanOut.latencyMs.p99} ms; ${fanOut.missingDeliveries} missing`,
+    );
+  }
+
   const results: Results = {
     date: new Date(startedAt).toISOString(),
     commit,
@@ -405,6 +426,7 @@ async function main(): Promise<void> {
     statements,
     rows,
     longRows,
+    fanOut,
     totalSeconds: (Date.now() - startedAt) / 1000,
   };
   const markdown = renderMarkdown(results);

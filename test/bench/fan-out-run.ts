@@ -1,0 +1,164 @@
+/**
+ * The fan-out workload of `npm run bench` (and of `npm run bench:fan-out`, alone): live-update
+ * fan-out while a W1-style write load runs.
+ *
+ * memstore's production build (`node dist/server.js`, built by the caller) runs on a scratch
+ * database, on core 1 (PostgreSQL is not pinned); the writers and the subscribers run on
+ * core 0, the subscribers in a process of their own (fan-out-subscribers.ts). The same write
+ * load (updateMemory with new 1–4 KiB content, as W1, by `writers` concurrent clients) is
+ * measured twice: alone, and with `subscribers` open streams of the workspace (half SSE,
+ * half graphql-ws), each receiving every write. Reports write throughput both ways, delivery
+ * latency p50/p99 from the write's response (its commit) to each stream's receipt of its
+ * event, and the CPU each process spent.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import readline from 'node:readline';
+import postgres from 'postgres';
+import { generateToken } from '../../src/domain/api-keys.js';
+import { createScratchPostgresDatabase } from '../support/database.js';
+import { startServerProcess } from '../support/process.js';
+import { cpuDelta, cpuOf, pinLoadGenerator, ROOT } from './measure.js';
+
+export interface FanOutOptions {
+  /** A PostgreSQL URL: the scratch database is made next to its database. */
+  adminUrl: string;
+  subscribers: number;
+  seconds: number;
+  /** The length of the run without subscribers (default: `seconds`). */
+  aloneSeconds?: number;
+  writers: number;
+  /** Where the server writes its CPU profile, if anywhere. */
+  profileDirectory?: string;
+}
+
+export interface FanOutReport {
+  subscribers: number;
+  writers: number;
+  seconds: number;
+  pinning: string;
+  writesPerSecondAlone: number;
+  writesPerSecondWithSubscribers: number;
+  throughputRatio: number;
+  deliveries: number;
+  missingDeliveries: number;
+  readsPerStreamPerSecond: number;
+  latencyMs: { p50: number; p99: number; max: number };
+  cpuMsPerSecondAlone: Record<string, number>;
+  cpuMsPerSecondWithSubscribers: Record<string, number>;
+}
+
+const MEMORIES = 200;
+
+export async function measureFanOut(options: FanOutOptions): Promise<FanOutReport> {
+  const { subscribers: SUBSCRIBERS, seconds: SECONDS, writers: WRITERS } = options;
+  const ALONE_SECONDS = options.aloneSeconds ?? SECONDS;
+  const pinning = pinLoadGenerator();
+  const token = generateToken();
+  const database = await createScratchPostgresDatabase('memstore_fanout', options.adminUrl);
+  const serverCommand = [process.execPath, ...(options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}`] : []), 'dist/server.js'];
+  const server = startServerProcess(
+    {
+      DATABASE_URL: database.url,
+      MEMSTORE_BOOTSTRAP_KEYS: `fanout:${token}`,
+      MEMSTORE_RATE_LIMIT_PER_SECOND: '0',
+      MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY: String(SUBSCRIBERS + 10),
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+    },
+    pinning.serverCore === null ? serverCommand : ['taskset', '-c', String(pinning.serverCore), ...serverCommand],
+  );
+  let subscribers: ReturnType<typeof spawn> | null = null;
+  try {
+    const url = await server.ready;
+    const now = () => performance.timeOrigin + performance.now();
+
+    async function post(query: string, variables: Record<string, unknown>): Promise<any> {
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ query, variables }) });
+      return response.json();
+    }
+
+    const store = (await post('mutation { createMemoryStore(input: { name: "fan-out" }) { ... on CreateMemoryStoreSuccess { memoryStore { id } } } }', {})).data.createMemoryStore.memoryStore.id;
+    const memories: string[] = [];
+    for (let index = 0; index < MEMORIES; index += 1) {
+      const data = await post('mutation($s: ID!, $p: String!) { createMemory(input: { memoryStoreId: $s, path: $p, content: "seed" }) { ... on CreateMemorySuccess { memory { id } } } }', { s: store, p: `m/${index}.md` });
+      memories.push(data.data.createMemory.memory.id);
+    }
+
+    const probe = postgres(database.url, { max: 1 });
+    const backendPids = async () => (await probe`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((row) => row.pid as number);
+    /** CPU ms per second of the run, of each process (and of the database's backends), while `work` runs. */
+    async function cpuDuring<T>(pids: Record<string, number>, seconds: number, work: () => Promise<T>): Promise<{ result: T; cpu: Record<string, number> }> {
+      const databaseBefore = await backendPids();
+      const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuOf([pid])]));
+      const databaseCpu = cpuOf(databaseBefore);
+      const transactions = async () => Number((await probe`select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()`)[0]!.n);
+      const transactionsBefore = await transactions();
+      const result = await work();
+      const cpu: Record<string, number> = {};
+      for (const [name, pid] of Object.entries(pids)) cpu[name] = Math.round(cpuDelta(before[name]!, cpuOf([pid])) / seconds);
+      cpu.transactionsPerSecond = Math.round(((await transactions()) - transactionsBefore) / seconds);
+      cpu.postgres = Math.round(cpuDelta(databaseCpu, cpuOf([...new Set([...databaseBefore, ...(await backendPids())])])) / seconds);
+      return { result, cpu };
+    }
+
+    /** Runs the write load; the time each written version's response arrived, by version id. */
+    async function writeLoad(seconds: number): Promise<{ perSecond: number; committed: Record<string, number> }> {
+      const committed: Record<string, number> = {};
+      const until = performance.now() + seconds * 1000;
+      let writes = 0;
+      await Promise.all(
+        Array.from({ length: WRITERS }, async () => {
+          while (performance.now() < until) {
+            const id = memories[Math.floor(Math.random() * memories.length)]!;
+            const content = randomBytes(512 + Math.floor(Math.random() * 1536)).toString('hex');
+            const data = await post('mutation($id: ID!, $c: String!) { updateMemory(input: { id: $id, content: $c }) { ... on UpdateMemorySuccess { memory { latestVersion { id } } } } }', { id, c: content });
+            const versionId = data.data?.updateMemory?.memory?.latestVersion?.id;
+            if (versionId) {
+              committed[versionId] = now();
+              writes += 1;
+            }
+          }
+        }),
+      );
+      return { perSecond: writes / seconds, committed };
+    }
+
+    await writeLoad(2); // warm-up
+    const { result: alone, cpu: cpuAlone } = await cpuDuring({ server: server.child.pid!, writers: process.pid }, ALONE_SECONDS, () => writeLoad(ALONE_SECONDS));
+
+    subscribers = spawn(process.execPath, ['--import', 'tsx', 'test/bench/fan-out-subscribers.ts', url, token, String(SUBSCRIBERS)], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+    const lines = readline.createInterface({ input: subscribers.stdout! })[Symbol.asyncIterator]();
+    const ready = await lines.next();
+    if (ready.value !== 'ready') throw new Error(`the subscribers did not start: ${ready.value}`);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const { result: loaded, cpu: cpuLoaded } = await cpuDuring({ server: server.child.pid!, writers: process.pid, subscribers: subscribers.pid! }, SECONDS, () => writeLoad(SECONDS));
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    subscribers.stdin!.write(`${JSON.stringify({ committed: loaded.committed })}\n`);
+    const delivery = JSON.parse((await lines.next()).value as string) as { deliveries: number; missing: number; p50: number; p99: number; max: number; chunksPerStream: number };
+
+    const report: FanOutReport = {
+      subscribers: SUBSCRIBERS,
+      writers: WRITERS,
+      seconds: SECONDS,
+      pinning: pinning.serverCore === null ? pinning.note : 'the writers and the subscribers on core 0, the server on core 1; PostgreSQL not pinned',
+      writesPerSecondAlone: Math.round(alone.perSecond),
+      writesPerSecondWithSubscribers: Math.round(loaded.perSecond),
+      throughputRatio: Number((loaded.perSecond / alone.perSecond).toFixed(3)),
+      deliveries: delivery.deliveries,
+      missingDeliveries: delivery.missing,
+      /** Reads per stream per second: how often the server wrote to each stream's socket. */
+      readsPerStreamPerSecond: Number((delivery.chunksPerStream / SECONDS).toFixed(1)),
+      latencyMs: { p50: Math.round(delivery.p50), p99: Math.round(delivery.p99), max: Math.round(delivery.max) },
+      cpuMsPerSecondAlone: cpuAlone,
+      cpuMsPerSecondWithSubscribers: cpuLoaded,
+    };
+    await probe.end();
+    return report;
+  } finally {
+    if (subscribers && subscribers.exitCode === null) subscribers.kill();
+    server.child.kill('SIGTERM');
+    await server.exited;
+    await database.drop();
+  }
+}
