@@ -18,7 +18,7 @@ import postgres from 'postgres';
 import { generateToken } from '../../src/domain/api-keys.js';
 import { createScratchPostgresDatabase } from '../support/database.js';
 import { startServerProcess } from '../support/process.js';
-import { cpuDelta, cpuOf, pinLoadGenerator, ROOT } from './measure.js';
+import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, type Pinning } from './measure.js';
 
 export interface FanOutOptions {
   /** A PostgreSQL URL: the scratch database is made next to its database. */
@@ -30,6 +30,8 @@ export interface FanOutOptions {
   writers: number;
   /** Where the server writes its CPU profile, if anywhere. */
   profileDirectory?: string;
+  /** The cores, when the caller pinned itself already (npm run bench); else this process pins itself to core 0. */
+  pinning?: Pinning;
 }
 
 export interface FanOutReport {
@@ -53,7 +55,7 @@ const MEMORIES = 200;
 export async function measureFanOut(options: FanOutOptions): Promise<FanOutReport> {
   const { subscribers: SUBSCRIBERS, seconds: SECONDS, writers: WRITERS } = options;
   const ALONE_SECONDS = options.aloneSeconds ?? SECONDS;
-  const pinning = pinLoadGenerator();
+  const pinning = options.pinning ?? pinLoadGenerator();
   const token = generateToken();
   const database = await createScratchPostgresDatabase('memstore_fanout', options.adminUrl);
   const serverCommand = [process.execPath, ...(options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}`] : []), 'dist/server.js'];
@@ -64,7 +66,6 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
       MEMSTORE_RATE_LIMIT_PER_SECOND: '0',
       MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY: String(SUBSCRIBERS + 10),
       NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
     },
     pinning.serverCore === null ? serverCommand : ['taskset', '-c', String(pinning.serverCore), ...serverCommand],
   );

@@ -106,6 +106,10 @@ async function openSse(into: Arrivals): Promise<void> {
   });
 }
 
+const PING = Buffer.from([0x89, 0x00]);
+/** An empty pong, masked (with a zero key) as a client's frames are. */
+const PONG = Buffer.from([0x8a, 0x80, 0, 0, 0, 0]);
+
 /** A client's text frame: masked (with a zero key, which leaves the payload as it is). */
 function textFrame(text: string): Buffer {
   const payload = Buffer.from(text);
@@ -123,6 +127,9 @@ async function openWs(into: Arrivals): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     let state: 'upgrading' | 'initialising' | 'open' = 'upgrading';
     socket.on('data', (chunk: Buffer) => {
+      // The server pings (an empty ping frame: 0x89 0x00, bytes that JSON text never holds)
+      // and ends a socket that does not answer: a pong for each.
+      if (chunk.includes(PING)) socket.write(PONG);
       if (state === 'open') return into.read(chunk);
       if (state === 'upgrading') {
         if (!chunk.toString('latin1', 0, 15).startsWith('HTTP/1.1 101')) return reject(new Error(`WebSocket: ${chunk.toString('latin1', 0, 200)}`));
@@ -152,14 +159,19 @@ for await (const line of lines) {
   const chunksRead = chunks;
   const latencies: number[] = [];
   let missing = 0;
+  const missingByStream: number[] = [];
   for (const into of arrivals) {
+    let streamMissing = 0;
     for (const [versionId, at] of Object.entries(committed)) {
       const index = versionIndex.get(versionId);
       const arrival = index === undefined ? Number.NaN : into.at(index);
-      if (Number.isNaN(arrival)) missing += 1;
+      if (Number.isNaN(arrival)) streamMissing += 1;
       else latencies.push(arrival - at);
     }
+    missing += streamMissing;
+    missingByStream.push(streamMissing);
   }
+  if (process.env.FANOUT_DEBUG) process.stderr.write(`missing by stream (even: SSE, odd: WS): ${JSON.stringify(missingByStream.map((count, index) => [index, count] as const).filter(([, count]) => count > 0).slice(0, 40))}\n`);
   latencies.sort((a, b) => a - b);
   const quantile = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
   process.stdout.write(`${JSON.stringify({ deliveries: latencies.length, missing, p50: quantile(0.5), p99: quantile(0.99), max: latencies.at(-1) ?? Number.NaN, chunksPerStream: Math.round(chunksRead / COUNT) })}\n`);

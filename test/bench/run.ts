@@ -397,7 +397,7 @@ async function main(): Promise<void> {
   let fanOut: FanOutReport | null = null;
   if (runFanOut) {
     log(`F1: ${fanOutSubscribers} streams while ${FAN_OUT_WRITERS} writers update memories (${duration} s alone, ${duration} s with the streams)`);
-    fanOut = await measureFanOut({ adminUrl: adminUrl!, subscribers: fanOutSubscribers, seconds: duration, writers: FAN_OUT_WRITERS });
+    fanOut = await measureFanOut({ adminUrl: adminUrl!, subscribers: fanOutSubscribers, seconds: duration, writers: FAN_OUT_WRITERS, pinning });
     log(
       `F1: ${fanOut.writesPerSecondWithSubscribers} writes/s with the streams, ${fanOut.writesPerSecondAlone} alone (${fanOut.throughputRatio.toFixed(2)} ×); ` +
         `delivery p50 ${fanOut.latencyMs.p50} ms, p99 ${fanOut.latencyMs.p99} ms; ${fanOut.missingDeliveries} missing`,
