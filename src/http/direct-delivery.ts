@@ -32,7 +32,7 @@ export interface Outlet {
   gone(): boolean;
   /** Bytes written and not yet taken by the kernel. */
   unsent(): number;
-  /** The frame (for a WebSocket, the message) of a result without errors. */
+  /** What is written of a result without errors: its whole frame, or (WebSocket) its JSON, which `write` frames. */
   frame(result: ExecutionResult): Buffer;
   /** Writes frames, in order, in one write. */
   write(frames: Buffer[]): void;
@@ -119,14 +119,15 @@ export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: s
     ready: () => true,
     gone: () => ws.readyState !== WebSocket.OPEN,
     unsent: () => ws.bufferedAmount,
-    frame: (result) => Buffer.concat([open, jsonOf(result), CLOSE_BRACE]),
-    write(messages) {
+    // The result's JSON, shared by every stream of its shape: the message around it is this operation's.
+    frame: jsonOf,
+    write(results) {
       if (!socket || sender?._queue?.length || sender?._state) {
-        for (const message of messages) ws.send(message, { binary: false });
+        for (const json of results) ws.send(Buffer.concat([open, json, CLOSE_BRACE]), { binary: false });
         return;
       }
       const parts: Buffer[] = [];
-      for (const message of messages) parts.push(textFrameHead(message.length), message);
+      for (const json of results) parts.push(textFrameHead(open.length + json.length + 1), open, json, CLOSE_BRACE);
       socket.write(Buffer.concat(parts));
     },
   };
