@@ -116,6 +116,7 @@ function fakeOutlet() {
     unsent: () => 0,
     frame: (result) => Buffer.from(String((result.data as { n: number }).n)),
     write: (frames) => void writes.push(frames.map((frame) => frame.toString())),
+    onDrain: (callback) => void setTimeout(callback, 1),
   };
   return outlet;
 }

@@ -9,7 +9,8 @@ import { useTestServer, type TestClient } from './support/server.js';
 
 /** Resuming, the per-key stream limit, revocation and a consumer that stops reading. */
 const SMALL_BUFFER = 25;
-const server = useTestServer({ live: { bufferEvents: SMALL_BUFFER } });
+const REPLAY_STALL_MS = 2_000;
+const server = useTestServer({ live: { bufferEvents: SMALL_BUFFER, replayStallMs: REPLAY_STALL_MS } });
 const fetchApp = (url: string, init: RequestInit) => Promise.resolve(server.app.fetch(url, init));
 const URL = 'http://memstore.test/graphql';
 const open = (token: string | null, variables: Record<string, unknown> = {}) => subscribeSse(fetchApp, URL, token, SUBSCRIBE_EVENTS, variables);
@@ -218,6 +219,57 @@ describe('an SSE consumer that resumes far behind and reads slowly', () => {
       socket.destroy();
     }), 60_000);
 });
+
+describe('a consumer that resumes far behind and reads nothing', () => {
+  it(`is cut off with SLOW_CONSUMER once it has taken nothing of its replay for ${REPLAY_STALL_MS / 1000} s`, () =>
+    onRealServer('stalled replay', async (http, client, storeId) => {
+      const watcher = await open(client.token, { memoryStoreId: storeId });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await createMemoryAt(client, storeId, 's0.md', 'first');
+      const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
+      watcher.close();
+      for (let index = 1; index < 60; index += 1) await createMemoryAt(client, storeId, `s${index}.md`, LARGE);
+      const hub = eventHubOf(server.app);
+      const before = hub.openStreams;
+      const socket = await rawSse(http.url, client.token, { memoryStoreId: storeId, after: firstCursor });
+      socket.pause();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(hub.openStreams).toBe(before + 1);
+      for (let waited = 0; waited < REPLAY_STALL_MS + 5_000 && hub.openStreams > before; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(hub.openStreams).toBe(before);
+      socket.destroy();
+    }), 30_000);
+});
+
+describe('a stream whose connection ends without the stream being read', () => {
+  it('is closed when its request is refused (a subscription that does not accept an event stream) or its client leaves before the answer', () =>
+    onRealServer('gone', async (http, client) => {
+      const hub = eventHubOf(server.app);
+      const before = hub.openStreams;
+      for (let index = 0; index < 3; index += 1) {
+        const refused = await fetch(http.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${client.token}` },
+          body: JSON.stringify({ query: SUBSCRIBE_EVENTS }),
+        });
+        expect(refused.status).toBe(406);
+        await refused.text();
+        (await rawSse(http.url, client.token, {})).destroy();
+      }
+      await createStoreNamed(client, 'an event for every stream');
+      for (let waited = 0; waited < 3_000 && hub.openStreams > before; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(hub.openStreams).toBe(before);
+    }), 30_000);
+});
+
+/** An SSE subscription on a raw socket, its request written (nothing of its answer read yet). */
+async function rawSse(url: string, token: string | null, variables: Record<string, unknown>): Promise<net.Socket> {
+  const socket = net.connect(Number(new globalThis.URL(url).port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const body = JSON.stringify({ query: SUBSCRIBE_EVENTS, variables });
+  socket.write(`POST /graphql HTTP/1.1\r\nHost: memstore.test\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  return socket;
+}
 
 /** A test on the app listening on a real port (with WebSocket), in a new workspace with a store of its own. */
 async function onRealServer(storeName: string, work: (http: Awaited<ReturnType<typeof listenWithWebSocket>>, client: TestClient, storeId: string) => Promise<void>): Promise<void> {

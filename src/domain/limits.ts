@@ -197,6 +197,8 @@ export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
  * slowly holds the next results in its stream's queue (bounded) rather than as frames.
  */
 export const STREAM_SEND_AHEAD_BYTES = 64 * 1024;
+/** A resuming consumer that takes nothing of its replay for this long is cut off (SLOW_CONSUMER): its replay waits for it meanwhile. */
+export const STREAM_REPLAY_STALL_MS = 30_000;
 /** Events one statement reads, for every stream of an instance at once (and for a stream that replays). */
 export const EVENT_BATCH_SIZE = 500;
 /**

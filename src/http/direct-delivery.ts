@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { ExecutionResult } from 'graphql';
 import { WebSocket } from 'ws';
 import { STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
-import type { MemoryEventPayload, StreamSink } from '../subscriptions/event-stream.js';
+import { payloadBytes, type MemoryEventPayload, type StreamSink } from '../subscriptions/event-stream.js';
 import { withExtensions } from './pipeline.js';
 
 /**
@@ -36,12 +36,18 @@ export interface Outlet {
   frame(result: ExecutionResult): Buffer;
   /** Writes frames, in order, in one write. */
   write(frames: Buffer[]): void;
+  /** Calls `callback` once, when what waits unsent has gone to the kernel (or the connection is gone). */
+  onDrain(callback: () => void): void;
+  /** Calls `callback` once the connection is gone, if the transport would not end the stream itself then. */
+  onGone?(callback: () => void): void;
 }
 
 /** Frames written at once, at most, while more events keep coming. */
 const FRAMES_PER_WRITE = 64;
 /** How often a sink looks again whether its response's head is out. */
 const READY_RETRY_MS = 2;
+/** How often a sink without a socket to watch looks again whether what it wrote has gone. */
+const DRAIN_RETRY_MS = 20;
 
 /** The JSON of a result, made once per result for every stream that writes it (results are shared per shape). */
 const resultJson = new WeakMap<ExecutionResult, Buffer>();
@@ -73,7 +79,8 @@ export function sseOutlet(response: ServerResponse, extensionsOf: () => Record<s
       streaming ||= response.headersSent && response.statusCode === 200;
       return streaming;
     },
-    gone: () => response.destroyed || response.writableEnded,
+    // A refused request's answer is no stream's: its stream ends.
+    gone: () => response.destroyed || response.writableEnded || (response.headersSent && response.statusCode !== 200),
     unsent: () => response.writableLength,
     frame(result) {
       if (!extensions) {
@@ -89,7 +96,27 @@ export function sseOutlet(response: ServerResponse, extensionsOf: () => Record<s
     write(frames) {
       response.write(joined(frames));
     },
+    onDrain(callback) {
+      drainOrClose(response, callback);
+    },
+    // A client that leaves before the head is written, or a refused request, leaves no reader
+    // that would end the stream (Yoga ends it through the body it reads).
+    onGone(callback) {
+      if (response.destroyed || response.writableEnded) queueMicrotask(callback);
+      else response.once('close', callback);
+    },
   };
+}
+
+/** `callback` once `emitter` drains or closes, whichever comes first. */
+function drainOrClose(emitter: NodeJS.EventEmitter, callback: () => void): void {
+  const done = () => {
+    emitter.off('drain', done);
+    emitter.off('close', done);
+    callback();
+  };
+  emitter.once('drain', done);
+  emitter.once('close', done);
 }
 
 const CLOSE_BRACE = Buffer.from('}');
@@ -130,20 +157,39 @@ export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: s
       for (const json of results) parts.push(textFrameHead(open.length + json.length + 1), open, json, CLOSE_BRACE);
       socket.write(Buffer.concat(parts));
     },
+    onDrain(callback) {
+      // graphql-ws ends the stream when the socket closes; `ws` queues nothing here (see write).
+      if (socket) drainOrClose(socket, callback);
+      else setTimeout(callback, DRAIN_RETRY_MS);
+    },
   };
 }
 
 /** What a stream's event is answered with: its result, executed once per shape (shared-results.ts). */
 export type ResultOf = (payload: MemoryEventPayload) => ExecutionResult | Promise<ExecutionResult>;
 
-/** The sink of one stream (event-stream.ts): its events, in order, written to its outlet. */
+/** What a sink asks of its stream. */
+interface SinkStream {
+  fallBack(payloads: MemoryEventPayload[]): void;
+  close(): void;
+}
+
+/**
+ * The sink of one stream (event-stream.ts): its events, in order, written to its outlet. It
+ * writes ahead of its consumer at most STREAM_SEND_AHEAD_BYTES (and one batch's frames):
+ * past that, events wait in its queue until the connection drains, and a queue past the
+ * stream's bound cuts the stream off (SLOW_CONSUMER), as a stream's own buffer does.
+ */
 export class DirectSink implements StreamSink {
   private readonly queue: MemoryEventPayload[] = [];
+  /** What the queued events hold in content, roughly (payloadBytes). */
+  private queuedBytes = 0;
   /** Frames made and not yet written: they leave together. */
   private readonly frames: Buffer[] = [];
-  private stream: { fallBack(payloads: MemoryEventPayload[]): void } | null = null;
+  private framedBytes = 0;
+  private stream: SinkStream | null = null;
   private resultOf: ResultOf | null = null;
-  /** Set while a result is awaited (an execution with I/O) or the connection is not ready. */
+  /** Set while a result is awaited (an execution with I/O), the connection is not ready, or it drains. */
   private waiting = false;
   /** Set while a write of the frames made so far is due after this turn. */
   private flushSoon = false;
@@ -151,8 +197,9 @@ export class DirectSink implements StreamSink {
 
   constructor(private readonly outlet: Outlet) {}
 
-  attach(stream: { fallBack(payloads: MemoryEventPayload[]): void }): void {
+  attach(stream: SinkStream): void {
     this.stream = stream;
+    this.outlet.onGone?.(() => stream.close());
   }
 
   /** Starts writing, each event answered by `resultOf`: events that came before wait until then. */
@@ -163,12 +210,19 @@ export class DirectSink implements StreamSink {
 
   send(payloads: readonly MemoryEventPayload[]): void {
     if (this.closed) return;
-    for (const payload of payloads) this.queue.push(payload);
+    for (const payload of payloads) {
+      this.queue.push(payload);
+      this.queuedBytes += payloadBytes(payload);
+    }
     this.pump();
   }
 
   get pending(): number {
     return this.queue.length;
+  }
+
+  get pendingBytes(): number {
+    return this.queuedBytes;
   }
 
   get saturated(): boolean {
@@ -178,7 +232,9 @@ export class DirectSink implements StreamSink {
   close(): void {
     this.closed = true;
     this.queue.length = 0;
+    this.queuedBytes = 0;
     this.frames.length = 0;
+    this.framedBytes = 0;
   }
 
   /**
@@ -191,9 +247,20 @@ export class DirectSink implements StreamSink {
   private pump(): void {
     let awaiting = false;
     while (!this.waiting && !this.closed && this.resultOf !== null && this.queue.length > 0) {
-      if (this.outlet.gone()) return this.close();
+      if (this.outlet.gone()) {
+        // The connection is gone: so is the stream (its slot, its place in the fan-out).
+        this.close();
+        this.stream?.close();
+        return;
+      }
       if (!this.outlet.ready()) {
         this.waitFor(new Promise((resolve) => setTimeout(resolve, READY_RETRY_MS)));
+        break;
+      }
+      if (this.outlet.unsent() + this.framedBytes > STREAM_SEND_AHEAD_BYTES) {
+        // The consumer reads slower than events come: the next ones wait here, counted.
+        this.flush();
+        this.waitFor(new Promise<void>((resolve) => this.outlet.onDrain(resolve)));
         break;
       }
       let answer: ExecutionResult | Promise<ExecutionResult>;
@@ -234,19 +301,35 @@ export class DirectSink implements StreamSink {
     );
   }
 
-  /** The next event's result: its frame, or (with errors) the hand-back to the iterator. */
+  /** The next event's result: its frame, or (with errors, or a frame that cannot be made) the hand-back to the iterator. */
   private take(result: ExecutionResult): void {
     if (this.closed) return;
     if (result.errors?.length) return this.handBack();
-    this.queue.shift();
-    this.frames.push(this.outlet.frame(result));
-    if (this.frames.length >= FRAMES_PER_WRITE) this.flush();
+    let frame: Buffer;
+    try {
+      frame = this.outlet.frame(result);
+    } catch {
+      return this.handBack();
+    }
+    const payload = this.queue.shift()!;
+    this.queuedBytes = this.queue.length === 0 ? 0 : this.queuedBytes - payloadBytes(payload);
+    this.frames.push(frame);
+    this.framedBytes += frame.length;
+    if (this.frames.length >= FRAMES_PER_WRITE || this.framedBytes > STREAM_SEND_AHEAD_BYTES) this.flush();
   }
 
   private flush(): void {
     if (this.frames.length === 0) return;
-    if (!this.closed && !this.outlet.gone()) this.outlet.write(this.frames);
-    this.frames.length = 0;
+    try {
+      if (!this.closed && !this.outlet.gone()) this.outlet.write(this.frames);
+    } catch {
+      // A connection that cannot be written to is gone: its stream ends (and resumes by cursor).
+      this.close();
+      this.stream?.close();
+    } finally {
+      this.frames.length = 0;
+      this.framedBytes = 0;
+    }
   }
 
   /** The frames made so far go out; the next event and every later one take the stream's iterator. */
@@ -254,7 +337,7 @@ export class DirectSink implements StreamSink {
     if (this.closed) return;
     this.flush();
     const rest = this.queue.splice(0);
-    this.closed = true;
+    this.close();
     this.stream?.fallBack(rest);
   }
 }

@@ -14,7 +14,7 @@ import {
   type EventSubjects,
   type MemoryEventRecord,
 } from '../domain/events.js';
-import { EVENT_BATCH_SIZE, EVENT_HOLD_MAX_BYTES, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS } from '../domain/limits.js';
+import { EVENT_BATCH_SIZE, EVENT_HOLD_MAX_BYTES, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS, STREAM_REPLAY_STALL_MS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { EventStream, payloadBytes, payloadOf, streamError, type MemoryEventPayload, type StreamFilter, type StreamTransport } from './event-stream.js';
@@ -71,6 +71,8 @@ export interface EventHubOptions {
   /** The least time between two reads woken by notifications (default: EVENT_WAKE_GAP_MS, growing with the open streams). */
   wakeGapMs?: number;
   keyCheckIntervalMs?: number;
+  /** How long a replay waits for a consumer that reads nothing (STREAM_REPLAY_STALL_MS). */
+  replayStallMs?: number;
   sweepIntervalMs?: number;
   bufferEvents?: number;
   batchSize?: number;
@@ -205,8 +207,13 @@ export class EventHub {
         if (page.length > 0) stream.position = page.at(-1)!.position;
         // Caught up, and every live event since this page's read began is held: live from here.
         if (page.length < pageSize && stream.heldDropped === dropped) break;
-        // Backpressure: the next page once the consumer has read most of this one.
-        while (stream.isOpen && (stream.buffered > pageSize / 2 || stream.saturated)) await new Promise((resolve) => setTimeout(resolve, 20));
+        // Backpressure: the next page once the consumer has read most of this one; a consumer
+        // that reads nothing for STREAM_REPLAY_STALL_MS is cut off.
+        const waitingSince = performance.now();
+        while (stream.isOpen && (stream.buffered > pageSize / 2 || stream.saturated)) {
+          if (performance.now() - waitingSince > (this.options.replayStallMs ?? STREAM_REPLAY_STALL_MS)) stream.cutOff();
+          else await new Promise((resolve) => setTimeout(resolve, 20));
+        }
       }
       if (stream.isOpen) stream.goLive();
     } catch (error) {
@@ -279,7 +286,13 @@ export class EventHub {
                   const release = stream.hold();
                   if (release) releases.push(release);
                 }
-                stream.push(matching);
+                try {
+                  stream.push(matching);
+                } catch (error) {
+                  // One stream's failure ends that stream, not the batch of the others.
+                  this.logger.error('live updates: a stream could not take its events', { error });
+                  stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream failed; subscribe again with `after` set to the last cursor received.'));
+                }
               }
             }
           } finally {

@@ -39,12 +39,13 @@ export interface StreamTransport {
  * the sink hands back (`fallBack`) and the stream's last item.
  */
 export interface StreamSink {
-  /** The stream this sink writes for: what it cannot write, it hands back to the stream's iterator. */
-  attach(stream: { fallBack(payloads: MemoryEventPayload[]): void }): void;
+  /** The stream this sink writes for: what it cannot write, it hands back to the stream's iterator; a connection gone ends it. */
+  attach(stream: { fallBack(payloads: MemoryEventPayload[]): void; close(): void }): void;
   /** Takes the next events of the stream. */
   send(payloads: readonly MemoryEventPayload[]): void;
-  /** Events taken and not yet written. */
+  /** Events taken and not yet written, and what they hold in content (payloadBytes). */
   readonly pending: number;
+  readonly pendingBytes: number;
   /** Whether the connection holds enough unsent that a replay should wait. */
   readonly saturated: boolean;
   /** The stream ended: what is pending is dropped, nothing more is written. */
@@ -180,10 +181,15 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
       const sink = this.sink;
       // The sink may hand events back to the iterator as it takes these (this.sink is then null).
       sink.send(fresh);
-      if (sink.pending > this.bufferEvents) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+      if (sink.pending > this.bufferEvents || sink.pendingBytes > STREAM_BUFFER_BYTES) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
       return;
     }
     for (const payload of fresh) this.enqueue(payload);
+  }
+
+  /** Cuts the stream off as a consumer that does not read (SLOW_CONSUMER); it resumes from its last cursor. */
+  cutOff(): void {
+    this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
   }
 
   /** The sink could not write these (in stream order): the iterator yields them, and every event after them. */
