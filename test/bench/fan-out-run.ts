@@ -6,8 +6,9 @@
  * database, on core 1 (PostgreSQL is not pinned); the writers and the subscribers run on
  * core 0, the subscribers in a process of their own (fan-out-subscribers.ts). The same write
  * load (updateMemory with new 1–4 KiB content, as W1, by `writers` concurrent clients) is
- * measured twice: alone, and with `subscribers` open streams of the workspace (half SSE,
- * half graphql-ws), each receiving every write. Reports write throughput both ways, delivery
+ * measured alone, then with `subscribers` open streams of the workspace (half SSE, half
+ * graphql-ws), each receiving every write, then alone again (the ratio is to the mean of
+ * the two runs alone). Reports write throughput both ways, delivery
  * latency p50/p99 from the write's response (its commit) to each stream's receipt of its
  * event, and the CPU each process spent.
  */
@@ -39,7 +40,9 @@ export interface FanOutReport {
   writers: number;
   seconds: number;
   pinning: string;
+  /** The mean of the writes alone before the streams open and after they close. */
   writesPerSecondAlone: number;
+  writesPerSecondAloneBeforeAndAfter: [number, number];
   writesPerSecondWithSubscribers: number;
   throughputRatio: number;
   deliveries: number;
@@ -137,15 +140,23 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
     await new Promise((resolve) => setTimeout(resolve, 3000));
     subscribers.stdin!.write(`${JSON.stringify({ committed: loaded.committed })}\n`);
     const delivery = JSON.parse((await lines.next()).value as string) as { deliveries: number; missing: number; p50: number; p99: number; max: number; chunksPerStream: number };
+    // The streams are gone (the subscribers exit once they have reported): the writes alone
+    // again, so that the machine's drift over the run (the database's background work) is
+    // in both arms.
+    await new Promise((resolve) => subscribers!.exitCode === null ? subscribers!.once('exit', resolve) : resolve(undefined));
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const { result: aloneAfter } = await cpuDuring({ server: server.child.pid!, writers: process.pid }, ALONE_SECONDS, () => writeLoad(ALONE_SECONDS));
+    const alonePerSecond = (alone.perSecond + aloneAfter.perSecond) / 2;
 
     const report: FanOutReport = {
       subscribers: SUBSCRIBERS,
       writers: WRITERS,
       seconds: SECONDS,
       pinning: pinning.serverCore === null ? pinning.note : 'the writers and the subscribers on core 0, the server on core 1; PostgreSQL not pinned',
-      writesPerSecondAlone: Math.round(alone.perSecond),
+      writesPerSecondAlone: Math.round(alonePerSecond),
+      writesPerSecondAloneBeforeAndAfter: [Math.round(alone.perSecond), Math.round(aloneAfter.perSecond)],
       writesPerSecondWithSubscribers: Math.round(loaded.perSecond),
-      throughputRatio: Number((loaded.perSecond / alone.perSecond).toFixed(3)),
+      throughputRatio: Number((loaded.perSecond / alonePerSecond).toFixed(3)),
       deliveries: delivery.deliveries,
       missingDeliveries: delivery.missing,
       /** Reads per stream per second: how often the server wrote to each stream's socket. */
