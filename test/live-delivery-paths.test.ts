@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutionResult } from 'graphql';
 import { eventHubOf } from '../src/app.js';
 import { DirectSink, type Outlet } from '../src/http/direct-delivery.js';
 import { EventStream, type MemoryEventPayload } from '../src/subscriptions/event-stream.js';
 import type { EventPosition } from '../src/domain/events.js';
 import type { Viewer } from '../src/domain/viewer.js';
-import { createMemoryAt, createStoreNamed, listenWithWebSocket, run, subscribeSse, subscribeWs, type StreamResult, type TestStream } from './support/live.js';
+import { createMemoryAt, createStoreNamed, run, subscribeSse, subscribeWs, type StreamResult, type TestStream, useListening } from './support/live.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -14,13 +14,7 @@ import { useTestServer } from './support/server.js';
  * real connection directly (src/http/direct-delivery.ts), over SSE and over WebSocket.
  */
 const server = useTestServer();
-let http: Awaited<ReturnType<typeof listenWithWebSocket>>;
-beforeAll(async () => {
-  http = await listenWithWebSocket(server.app);
-});
-afterAll(async () => {
-  await http?.close();
-});
+const listening = useListening(() => server.app);
 
 /** A selection answered from the event's own objects: no I/O, so the fan-out answers it in its own turn. */
 const WITHOUT_IO = `subscription($memoryStoreId: ID) { memoryEvents(memoryStoreId: $memoryStoreId) { cursor kind occurredAt memoryStoreId memoryStore { id name status } memoryId memory { id path metadata } version { id operation path redacted } } }`;
@@ -40,8 +34,8 @@ describe('a stream written directly to its connection', () => {
       const variables = { memoryStoreId: storeId };
       const viaIterator = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, query, variables);
       // Two of each: streams of one shape share each event's execution and frame.
-      const sse = [await subscribeSse(fetch, http.url, client.token, query, variables), await subscribeSse(fetch, http.url, client.token, query, variables)];
-      const ws = [subscribeWs(http.wsUrl, client.token, query, variables), subscribeWs(http.wsUrl, client.token, query, variables)];
+      const sse = [await subscribeSse(fetch, listening().url, client.token, query, variables), await subscribeSse(fetch, listening().url, client.token, query, variables)];
+      const ws = [subscribeWs(listening().wsUrl, client.token, query, variables), subscribeWs(listening().wsUrl, client.token, query, variables)];
       const all: TestStream[] = [viaIterator, ...sse, ...ws];
       await new Promise((resolve) => setTimeout(resolve, 300));
       // Each write is delivered to every stream before the next: what a selection reads past the event is then the same for all.
@@ -81,7 +75,7 @@ describe('a stream written directly to its connection', () => {
     const created = await run(client, `mutation { createApiKey(input: { name: "dashboard", kind: ADMIN }) { ... on CreateApiKeySuccess { apiKey { id } token } } }`);
     const token = created.createApiKey.token as string;
     const storeId = await createStoreNamed(client, 'cut off');
-    const streams = [await subscribeSse(fetch, http.url, token, WITHOUT_IO, { memoryStoreId: storeId }), subscribeWs(http.wsUrl, token, WITHOUT_IO, { memoryStoreId: storeId })];
+    const streams = [await subscribeSse(fetch, listening().url, token, WITHOUT_IO, { memoryStoreId: storeId }), subscribeWs(listening().wsUrl, token, WITHOUT_IO, { memoryStoreId: storeId })];
     await new Promise((resolve) => setTimeout(resolve, 300));
     await createMemoryAt(client, storeId, 'one.md', 'one');
     await createMemoryAt(client, storeId, 'two.md', 'two');

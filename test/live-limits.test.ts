@@ -164,23 +164,11 @@ describe('a WebSocket consumer that stops reading', () => {
 describe('a WebSocket consumer that resumes far behind and reads slowly', () => {
   it('gets the whole replay at its own pace, and is not cut off', () =>
     onRealServer('slow replay', async (http, client, storeId) => {
-      // The cursor of the store's first event, as a dashboard that saw it keeps it.
-      const watcher = await open(client.token, { memoryStoreId: storeId });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await createMemoryAt(client, storeId, 'r0.md', 'first');
-      const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
-      watcher.close();
       const total = 80;
-      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `r${index}.md`, LARGE);
-      // Resume from the store's first event: the rest is a replay of ~16 MB of results, more than the socket buffers and the unsent bound.
+      const firstCursor = await farBehind(client, storeId, 'r', total);
+      // Resume from the store's first event: ~8 MB of results.
       const { ws, messages, socket } = await graphqlWs(http.wsUrl, client.token, { memoryStoreId: storeId, after: firstCursor });
-      // A slow reader: it stops for a second at a time.
-      for (let pause = 0; pause < 3; pause += 1) {
-        socket.pause();
-        await new Promise((resolve) => setTimeout(resolve, 700));
-        socket.resume();
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await readSlowly(socket);
       const results = () => messages.filter((message) => message.type === 'next').map((message) => message.payload);
       for (let waited = 0; waited < 20_000 && results().length < total - 1; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
@@ -192,26 +180,13 @@ describe('a WebSocket consumer that resumes far behind and reads slowly', () => 
 describe('an SSE consumer that resumes far behind and reads slowly', () => {
   it('gets the whole replay at its own pace, and is not cut off', () =>
     onRealServer('slow sse replay', async (http, client, storeId) => {
-      const watcher = await open(client.token, { memoryStoreId: storeId });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await createMemoryAt(client, storeId, 'r0.md', 'first');
-      const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
-      watcher.close();
       const total = 80;
-      for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `r${index}.md`, LARGE);
-      // ~16 MB of replayed results on a real socket, written to it directly: more than the socket buffers and the unsent bound.
-      const socket = net.connect(Number(new globalThis.URL(http.url).port), '127.0.0.1');
-      await new Promise((resolve) => socket.once('connect', resolve));
+      const firstCursor = await farBehind(client, storeId, 'r', total);
+      // The replayed results on a real socket, written to it directly.
+      const socket = await rawSse(http.url, client.token, { memoryStoreId: storeId, after: firstCursor });
       const chunks: Buffer[] = [];
       socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      const body = JSON.stringify({ query: SUBSCRIBE_EVENTS, variables: { memoryStoreId: storeId, after: firstCursor } });
-      socket.write(`POST /graphql HTTP/1.1\r\nHost: memstore.test\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${client.token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-      for (let pause = 0; pause < 3; pause += 1) {
-        socket.pause();
-        await new Promise((resolve) => setTimeout(resolve, 700));
-        socket.resume();
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await readSlowly(socket);
       const results = () => sseMessages(dechunk(Buffer.concat(chunks)));
       for (let waited = 0; waited < 20_000 && results().length < total - 1; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
       expect(results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
@@ -223,12 +198,7 @@ describe('an SSE consumer that resumes far behind and reads slowly', () => {
 describe('a consumer that resumes far behind and reads nothing', () => {
   it(`is cut off with SLOW_CONSUMER once it has taken nothing of its replay for ${REPLAY_STALL_MS / 1000} s`, () =>
     onRealServer('stalled replay', async (http, client, storeId) => {
-      const watcher = await open(client.token, { memoryStoreId: storeId });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await createMemoryAt(client, storeId, 's0.md', 'first');
-      const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
-      watcher.close();
-      for (let index = 1; index < 60; index += 1) await createMemoryAt(client, storeId, `s${index}.md`, LARGE);
+      const firstCursor = await farBehind(client, storeId, 's', 60);
       const hub = eventHubOf(server.app);
       const before = hub.openStreams;
       const socket = await rawSse(http.url, client.token, { memoryStoreId: storeId, after: firstCursor });
@@ -269,6 +239,31 @@ async function rawSse(url: string, token: string | null, variables: Record<strin
   const body = JSON.stringify({ query: SUBSCRIBE_EVENTS, variables });
   socket.write(`POST /graphql HTTP/1.1\r\nHost: memstore.test\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   return socket;
+}
+
+/**
+ * A store whose first event a dashboard saw (its cursor is returned), followed by
+ * `prefix`1 … `prefix`(total-1) of 100 KB: resuming from that cursor is a replay of ~100 KB
+ * per event, more than the socket buffers and the unsent bound.
+ */
+async function farBehind(client: TestClient, storeId: string, prefix: string, total: number): Promise<string> {
+  const watcher = await open(client.token, { memoryStoreId: storeId });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await createMemoryAt(client, storeId, `${prefix}0.md`, 'first');
+  const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
+  watcher.close();
+  for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `${prefix}${index}.md`, LARGE);
+  return firstCursor;
+}
+
+/** A slow reader: it stops for 0.7 s at a time, three times. */
+async function readSlowly(socket: net.Socket): Promise<void> {
+  for (let pause = 0; pause < 3; pause += 1) {
+    socket.pause();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    socket.resume();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** A test on the app listening on a real port (with WebSocket), in a new workspace with a store of its own. */

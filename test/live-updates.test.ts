@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { memoryEvents } from '../src/db/schema.js';
-import { createStoreNamed, eventsOf, listenWithWebSocket, run, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
+import { createStoreNamed, eventsOf, run, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream, useListening } from './support/live.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
 /**
@@ -9,17 +9,11 @@ import { useTestServer, type TestClient } from './support/server.js';
  * every kind of write, and exactly the events API.md §9 lists, with their fields, in order.
  */
 const server = useTestServer();
-let http: Awaited<ReturnType<typeof listenWithWebSocket>>;
-beforeAll(async () => {
-  http = await listenWithWebSocket(server.app);
-});
-afterAll(async () => {
-  await http?.close();
-});
+const listening = useListening(() => server.app);
 
 const bothTransports = [
-  { transport: 'SSE', open: (token: string | null, variables: Record<string, unknown> = {}) => subscribeSse(fetch, http.url, token, SUBSCRIBE_EVENTS, variables) },
-  { transport: 'WebSocket', open: async (token: string | null, variables: Record<string, unknown> = {}) => subscribeWs(http.wsUrl, token, SUBSCRIBE_EVENTS, variables) },
+  { transport: 'SSE', open: (token: string | null, variables: Record<string, unknown> = {}) => subscribeSse(fetch, listening().url, token, SUBSCRIBE_EVENTS, variables) },
+  { transport: 'WebSocket', open: async (token: string | null, variables: Record<string, unknown> = {}) => subscribeWs(listening().wsUrl, token, SUBSCRIBE_EVENTS, variables) },
 ] as const;
 
 /**

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -196,4 +197,16 @@ export function eventsOf(results: StreamResult[]): Record<string, any>[] {
     if (result.errors?.length || !result.data) throw new Error(`stream error: ${JSON.stringify(result.errors)}`);
     return result.data.memoryEvents;
   });
+}
+
+/** The test server's app on a real port with WebSocket for the whole file (listenWithWebSocket): `http()` once it listens. */
+export function useListening(app: () => App): () => Awaited<ReturnType<typeof listenWithWebSocket>> {
+  let http: Awaited<ReturnType<typeof listenWithWebSocket>> | undefined;
+  beforeAll(async () => {
+    http = await listenWithWebSocket(app());
+  });
+  afterAll(async () => {
+    await http?.close();
+  });
+  return () => http!;
 }
