@@ -38,15 +38,13 @@ export function sharedShapeKey(viewer: Viewer, document: DocumentNode, operation
 /** How long an execution of an event is shared with the streams that ask the same of it. */
 export const SHARED_RESULT_WINDOW_MS = 1_000;
 
-/** One execution shared by the streams of a shape: its promise, and its result once it came without errors. */
-interface SharedExecution {
-  promise: Promise<ExecutionResult>;
-  result?: ExecutionResult;
-}
-
 export class SharedEventResults {
-  /** Per payload, oldest first (a Map keeps insertion order): when its first execution began, and its executions by shape. */
-  private readonly entries = new Map<object, { madeAt: number; executions: Map<string, SharedExecution> }>();
+  /**
+   * Per payload, oldest first (a Map keeps insertion order): when its first execution began,
+   * and by shape the execution's result, or its promise while it runs. A result with errors
+   * is never kept.
+   */
+  private readonly entries = new Map<object, { madeAt: number; executions: Map<string, ExecutionResult | Promise<ExecutionResult>> }>();
 
   constructor(
     private readonly windowMs = SHARED_RESULT_WINDOW_MS,
@@ -76,14 +74,15 @@ export class SharedEventResults {
     this.sweep(now);
     let entry = this.entries.get(payload);
     if (!entry) this.entries.set(payload, (entry = { madeAt: now, executions: new Map() }));
-    const shared = entry.executions.get(shape);
-    if (shared) {
-      if (shared.result) return shared.result;
-      return shared.promise.then(
+    const { executions } = entry;
+    const shared = executions.get(shape);
+    if (shared instanceof Promise) {
+      return shared.then(
         (result) => (result.errors?.length ? execute() : result),
         () => execute(),
       );
     }
+    if (shared) return shared;
     let answer: ExecutionResult | Promise<ExecutionResult>;
     try {
       answer = execute();
@@ -91,16 +90,14 @@ export class SharedEventResults {
       return Promise.reject(error);
     }
     if (answer instanceof Promise) {
-      const own: SharedExecution = { promise: answer };
+      executions.set(shape, answer);
+      // Once made, the result itself is shared; one with errors (or none) is not.
       answer.then(
-        (result) => {
-          if (!result.errors?.length) own.result = result;
-        },
-        () => {},
+        (result) => (result.errors?.length ? executions.delete(shape) : executions.set(shape, result)),
+        () => executions.delete(shape),
       );
-      entry.executions.set(shape, own);
     } else if (!answer.errors?.length) {
-      entry.executions.set(shape, { promise: Promise.resolve(answer), result: answer });
+      executions.set(shape, answer);
     }
     return answer;
   }
