@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ExecutionResult } from 'graphql';
+import * as wsModule from 'ws';
 import { WebSocket } from 'ws';
 import { STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
 import { payloadBytes, type MemoryEventPayload, type StreamSink } from '../subscriptions/event-stream.js';
@@ -121,16 +122,9 @@ function drainOrClose(emitter: NodeJS.EventEmitter, callback: () => void): void 
 
 const CLOSE_BRACE = Buffer.from('}');
 
-/** The head of an unmasked, final text frame of `length` bytes (RFC 6455 §5.2), as `ws` writes it. */
-function textFrameHead(length: number): Buffer {
-  if (length < 126) return Buffer.from([0x81, length]);
-  if (length < 65_536) return Buffer.from([0x81, 126, length >> 8, length & 0xff]);
-  const head = Buffer.alloc(10);
-  head[0] = 0x81;
-  head[1] = 127;
-  head.writeBigUInt64BE(BigInt(length), 2);
-  return head;
-}
+/** `ws`'s own framing (public, though its type declarations omit it): a final text frame, unmasked, as a server sends it. */
+const { Sender } = wsModule as unknown as { Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] } };
+const TEXT_FRAME = { fin: true, opcode: 1, mask: false, readOnly: true, rsv1: false };
 
 /**
  * graphql-ws on a WebSocket: one `next` message per result, for the operation `id`, as
@@ -154,7 +148,7 @@ export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: s
         return;
       }
       const parts: Buffer[] = [];
-      for (const json of results) parts.push(textFrameHead(open.length + json.length + 1), open, json, CLOSE_BRACE);
+      for (const json of results) parts.push(...Sender.frame(Buffer.concat([open, json, CLOSE_BRACE]), TEXT_FRAME));
       socket.write(Buffer.concat(parts));
     },
     onDrain(callback) {
