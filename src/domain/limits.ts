@@ -189,12 +189,12 @@ export const DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY = 50;
 export const DEFAULT_EVENT_RETENTION_DAYS = 7;
 /** Events a stream holds for a consumer that is not reading; one more cuts the stream off (SLOW_CONSUMER). */
 export const STREAM_BUFFER_EVENTS = 1000;
-/** Content bytes a stream may hold for a consumer that is not reading (and bytes a WebSocket may hold unsent) before it is cut off. */
+/** Content bytes a stream may hold for a consumer that is not reading (and bytes its connection may hold unsent) before it is cut off. */
 export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
 /**
- * What a WebSocket may hold unsent before a send waits for its frame to reach the kernel:
- * below it, results of one batch are written together; above it, a consumer that reads
- * slowly holds the next results in its stream's queue (bounded) rather than as frames.
+ * What a stream writes ahead of its consumer (bytes its connection holds unsent) before its
+ * next events wait for the connection to drain: a consumer that reads slowly holds them in
+ * its stream's queue (bounded) rather than as frames, and a replay slows down to its pace.
  */
 export const STREAM_SEND_AHEAD_BYTES = 64 * 1024;
 /** A resuming consumer that takes nothing of its replay for this long is cut off (SLOW_CONSUMER): its replay waits for it meanwhile. */
@@ -217,12 +217,6 @@ export const EVENT_POLL_INTERVAL_MS = 250;
 export const EVENT_WAKE_GAP_MS = 20;
 export const EVENT_WAKE_GAP_PER_STREAM_MS = 0.15;
 export const EVENT_WAKE_GAP_MAX_MS = 150;
-/**
- * A batch of events whose content is at most this is held on each socket until all of it is
- * written, so that it leaves in one write; a larger batch is written as it goes (held, it
- * could pass the unsent bound STREAM_BUFFER_BYTES and cut off a consumer that reads well).
- */
-export const EVENT_HOLD_MAX_BYTES = 256 * 1024;
 /** How often the keys of open streams are checked for revocation. */
 export const STREAM_KEY_CHECK_INTERVAL_MS = 5_000;
 /** How often expired events are deleted, and how many per statement. */

@@ -1,6 +1,6 @@
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { ContextFactory } from '../context.js';
 import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import { selectOperation } from '../graphql/query-cost.js';
@@ -9,7 +9,6 @@ import type { StreamTransport } from '../subscriptions/event-stream.js';
 import { sharedShapeKey } from '../subscriptions/shared-results.js';
 import type { RequestPipeline } from './pipeline.js';
 import { DirectSink, sseOutlet, type Outlet } from './direct-delivery.js';
-import { socketTransport } from './socket-transport.js';
 
 /**
  * The request stages of a subscription, on both transports (SSE through Yoga, graphql-ws
@@ -23,9 +22,9 @@ import { socketTransport } from './socket-transport.js';
 export function useSubscriptionStages(pipeline: RequestPipeline, contexts: ContextFactory, hub: EventHub): Plugin {
   return {
     onSubscribe({ args, setSubscribeFn, setResultAndStopExecution }) {
-      // Over HTTP (SSE) the Node request and response are in the context Yoga starts from;
-      // over WebSocket, the socket's transport and outlet are (websocket.ts).
-      const initial = args.contextValue as { request: Request; transport?: StreamTransport; outlet?: Outlet; req?: IncomingMessage; res?: ServerResponse };
+      // Over HTTP (SSE) the Node response is in the context Yoga starts from; over WebSocket,
+      // the operation's outlet is (websocket.ts). Through app.fetch there is neither.
+      const initial = args.contextValue as { request: Request; outlet?: Outlet; res?: ServerResponse };
       const request = initial.request;
       const operation = selectOperation(args.document, args.operationName);
       if (!operation) return;
@@ -40,8 +39,9 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
         // A consumer on a real connection has its events written to it directly (direct-delivery.ts).
         const outlet = initial.outlet ?? (res ? sseOutlet(res, () => pipeline.extensions(request)) : undefined);
         const sink = outlet ? new DirectSink(outlet) : undefined;
-        const transport = initial.transport ?? socketTransport(initial.req?.socket, res ? { bytes: () => res.writableLength, limit: STREAM_BUFFER_BYTES } : undefined);
-        const { context, renew } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, transport: sink ? { ...transport, sink } : transport });
+        // More than STREAM_BUFFER_BYTES unsent: the consumer is not reading (its stream is cut off).
+        const transport: StreamTransport = outlet && sink ? { sink, stalled: () => outlet.unsent() > STREAM_BUFFER_BYTES } : {};
+        const { context, renew } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, transport });
         const args: ExecutionArgs = { ...(subscribeArgs as ExecutionArgs), contextValue: context };
         // What graphql's own subscribe does (the source stream, then an execution per event), with the execution shared.
         const source = await createSourceEventStream(args);

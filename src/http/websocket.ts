@@ -4,11 +4,10 @@ import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
-import { MAX_REQUEST_BODY_BYTES, STREAM_BUFFER_BYTES, STREAM_KEEP_ALIVE_MS, STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
+import { MAX_REQUEST_BODY_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
 import { webSocketOutlet } from './direct-delivery.js';
-import { socketTransport } from './socket-transport.js';
 
 /**
  * graphql-ws over WebSocket on /graphql, beside Yoga's HTTP. Each operation a socket sends
@@ -38,34 +37,8 @@ export interface WebSocketTransport {
 
 const ORIGIN = 'http://memstore.invalid';
 
-/**
- * A WebSocket whose send reports success once the frame is queued on its socket, as long as
- * little waits unsent (STREAM_SEND_AHEAD_BYTES); past that, once the kernel has taken it.
- * graphql-ws awaits each send before it sends the stream's next result: with the default,
- * the events of one batch would leave a socket in one write each, however long it is held
- * (holdOf). A consumer that reads slowly still makes its sends wait, so its next results wait
- * in its stream's bounded queue, and its replay slows down to its pace. A send that fails
- * terminates the socket (its streams end, and their clients resume from their cursors).
- */
-class QueuedSendWebSocket extends WebSocket {
-  override send(data: never, options?: unknown, callback?: (error?: Error) => void): void {
-    const done = typeof options === 'function' ? (options as (error?: Error) => void) : callback;
-    let reported = false;
-    const report = () => {
-      if (reported) return;
-      reported = true;
-      done?.();
-    };
-    super.send(data, (typeof options === 'object' && options !== null ? options : {}) as never, (error?: Error) => {
-      if (error) this.terminate();
-      report();
-    });
-    if (this.bufferedAmount <= STREAM_SEND_AHEAD_BYTES) queueMicrotask(report);
-  }
-}
-
 export function attachWebSocket(server: Server, app: Enveloped, logger: Logger): WebSocketTransport {
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES, WebSocket: QueuedSendWebSocket });
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = new URL(request.url ?? '/', ORIGIN).pathname;
     if (path !== '/graphql') {
@@ -91,10 +64,9 @@ export function attachWebSocket(server: Server, app: Enveloped, logger: Logger):
         const headers = new Headers({ 'content-type': 'application/json' });
         if (typeof authorization === 'string') headers.set('authorization', authorization);
         const request = new Request(`${ORIGIN}/graphql`, { method: 'POST', headers });
-        const ws = context.extra.socket;
-        const transport = socketTransport((ws as unknown as { _socket?: Socket })._socket, { bytes: () => ws.bufferedAmount, limit: STREAM_BUFFER_BYTES });
+        const ws = context.extra.socket as WebSocket;
         try {
-          const enveloped = app.getEnveloped({ request, params: payload, transport, outlet: webSocketOutlet(ws as WebSocket, (ws as unknown as { _socket?: Socket })._socket, id) });
+          const enveloped = app.getEnveloped({ request, params: payload, outlet: webSocketOutlet(ws, (ws as unknown as { _socket?: Socket })._socket, id) });
           const document = enveloped.parse(payload.query);
           const errors = enveloped.validate(enveloped.schema, document);
           if (errors.length > 0) return errors.map((error) => maskError(error));

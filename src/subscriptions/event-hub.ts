@@ -14,10 +14,10 @@ import {
   type EventSubjects,
   type MemoryEventRecord,
 } from '../domain/events.js';
-import { EVENT_BATCH_SIZE, EVENT_HOLD_MAX_BYTES, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS, STREAM_REPLAY_STALL_MS } from '../domain/limits.js';
+import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS, STREAM_REPLAY_STALL_MS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { EventStream, payloadBytes, payloadOf, streamError, type MemoryEventPayload, type StreamFilter, type StreamTransport } from './event-stream.js';
+import { EventStream, payloadOf, streamError, type MemoryEventPayload, type StreamFilter, type StreamTransport } from './event-stream.js';
 import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
 
@@ -44,17 +44,6 @@ import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
  * answer budget, metrics and trace.
  */
 const asInstanceWork = AsyncResource.bind(<T>(work: () => T): T => work());
-
-/** Releases every held transport, whatever one of them throws. */
-function releaseAll(releases: readonly (() => void)[], logger: Logger): void {
-  for (const release of releases) {
-    try {
-      release();
-    } catch (error) {
-      logger.warn('live updates: releasing a held socket failed', { error });
-    }
-  }
-}
 
 function laterOf(left: EventPosition, right: EventPosition): EventPosition {
   return comparePositions(left, right) >= 0 ? left : right;
@@ -264,39 +253,23 @@ export class EventHub {
           const subjects = wanted.length ? await loadEventSubjects(this.db, wanted) : null;
           // Each workspace's events, in order, for its streams to filter.
           const byWorkspace = new Map<string, MemoryEventPayload[]>();
-          let bytes = 0;
           for (const event of wanted) {
-            const payload = payloadOf(event, subjects!);
-            bytes += payloadBytes(payload);
             let payloads = byWorkspace.get(event.workspaceId);
             if (!payloads) byWorkspace.set(event.workspaceId, (payloads = []));
-            payloads.push(payload);
+            payloads.push(payloadOf(event, subjects!));
           }
-          // Each stream's transport holds its writes while a small batch reaches it: its
-          // events leave in one write, once every stream has answered them (after this
-          // turn's promises and ticks).
-          const hold = bytes <= EVENT_HOLD_MAX_BYTES;
-          const releases: (() => void)[] = [];
-          try {
-            for (const [workspaceId, payloads] of byWorkspace) {
-              for (const stream of this.streams.get(workspaceId) ?? []) {
-                const matching = stream.matchesEvery ? payloads : payloads.filter((payload) => stream.matches(payload.event));
-                if (matching.length === 0) continue;
-                if (hold) {
-                  const release = stream.hold();
-                  if (release) releases.push(release);
-                }
-                try {
-                  stream.push(matching);
-                } catch (error) {
-                  // One stream's failure ends that stream, not the batch of the others.
-                  this.logger.error('live updates: a stream could not take its events', { error });
-                  stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream failed; subscribe again with `after` set to the last cursor received.'));
-                }
+          for (const [workspaceId, payloads] of byWorkspace) {
+            for (const stream of this.streams.get(workspaceId) ?? []) {
+              const matching = stream.matchesEvery ? payloads : payloads.filter((payload) => stream.matches(payload.event));
+              if (matching.length === 0) continue;
+              try {
+                stream.push(matching);
+              } catch (error) {
+                // One stream's failure ends that stream, not the batch of the others.
+                this.logger.error('live updates: a stream could not take its events', { error });
+                stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream failed; subscribe again with `after` set to the last cursor received.'));
               }
             }
-          } finally {
-            if (releases.length > 0) setImmediate(() => releaseAll(releases, this.logger));
           }
           this.position = batch.at(-1)!.position;
           if (batch.length < this.batchSize) break;

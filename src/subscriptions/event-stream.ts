@@ -27,8 +27,6 @@ export interface MemoryEventPayload {
 export interface StreamTransport {
   /** Whether the connection holds too much unsent for this consumer (its stream is then cut off). */
   stalled?: () => boolean;
-  /** Holds the connection's writes until the returned release: the events of one batch then leave in one write. */
-  hold?: () => () => void;
   /** Writes the stream's events to the connection itself, instead of handing them to its iterator. */
   sink?: StreamSink;
 }
@@ -110,13 +108,6 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   ) {
     this.sink = transport.sink ?? null;
     this.sink?.attach(this);
-  }
-
-  /** Holds this stream's transport for a batch; null when it cannot be held, needs no holding, or the stream is not live. */
-  hold(): (() => void) | null {
-    // A sink writes each batch's frames in one write of its own.
-    if (!this.transport.hold || !this.live || !this.isOpen || this.sink) return null;
-    return this.transport.hold();
   }
 
   /** Whether the stream takes every event of its workspace (no store, no path prefix). */
