@@ -161,39 +161,36 @@ describe('a WebSocket consumer that stops reading', () => {
     }), 60_000);
 });
 
-describe('a WebSocket consumer that resumes far behind and reads slowly', () => {
-  it('gets the whole replay at its own pace, and is not cut off', () =>
-    onRealServer('slow replay', async (http, client, storeId) => {
-      const total = 80;
-      const firstCursor = await farBehind(client, storeId, 'r', total);
-      // Resume from the store's first event: ~8 MB of results.
-      const { ws, messages, socket } = await graphqlWs(http.wsUrl, client.token, { memoryStoreId: storeId, after: firstCursor });
-      await readSlowly(socket);
-      const results = () => messages.filter((message) => message.type === 'next').map((message) => message.payload);
-      for (let waited = 0; waited < 20_000 && results().length < total - 1; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
-      expect(results().map((result) => result.data.memoryEvents.version.path)).toEqual(Array.from({ length: total - 1 }, (_, index) => `r${index + 1}.md`));
-      ws.close();
-    }), 60_000);
-});
+/** A resuming stream on a real socket: its results so far, and the socket to read slowly. */
+const resumingOn = {
+  WebSocket: async (http: Awaited<ReturnType<typeof listenWithWebSocket>>, token: string | null, variables: Record<string, unknown>) => {
+    const { ws, messages, socket } = await graphqlWs(http.wsUrl, token, variables);
+    return { socket, results: () => messages.filter((message) => message.type === 'next').map((message) => message.payload), close: () => ws.close() };
+  },
+  SSE: async (http: Awaited<ReturnType<typeof listenWithWebSocket>>, token: string | null, variables: Record<string, unknown>) => {
+    const socket = await rawSse(http.url, token, variables);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    return { socket, results: () => sseMessages(dechunk(Buffer.concat(chunks))), close: () => socket.destroy() };
+  },
+};
 
-describe('an SSE consumer that resumes far behind and reads slowly', () => {
-  it('gets the whole replay at its own pace, and is not cut off', () =>
-    onRealServer('slow sse replay', async (http, client, storeId) => {
-      const total = 80;
-      const firstCursor = await farBehind(client, storeId, 'r', total);
-      // The replayed results on a real socket, written to it directly.
-      const socket = await rawSse(http.url, client.token, { memoryStoreId: storeId, after: firstCursor });
-      const chunks: Buffer[] = [];
-      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-      await readSlowly(socket);
-      const results = () => sseMessages(dechunk(Buffer.concat(chunks)));
-      for (let waited = 0; waited < 20_000 && results().length < total - 1; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
-      expect(results().map((result) => result.data.memoryEvents.version.path)).toEqual(Array.from({ length: total - 1 }, (_, index) => `r${index + 1}.md`));
-      socket.destroy();
-    }), 60_000);
-});
+for (const [transport, resuming] of Object.entries(resumingOn)) {
+  describe(`${transport === 'SSE' ? 'an SSE' : 'a WebSocket'} consumer that resumes far behind and reads slowly`, () => {
+    it('gets the whole replay at its own pace, and is not cut off', () =>
+      onRealServer(`slow ${transport} replay`, async (http, client, storeId) => {
+        const total = 80;
+        const firstCursor = await farBehind(client, storeId, 'r', total);
+        // Resume from the store's first event: ~8 MB of results, written to the socket directly.
+        const stream = await resuming(http, client.token, { memoryStoreId: storeId, after: firstCursor });
+        await readSlowly(stream.socket);
+        for (let waited = 0; waited < 20_000 && stream.results().length < total - 1; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(stream.results().filter((result) => result.errors).map((result) => result.errors[0].extensions.code)).toEqual([]);
+        expect(stream.results().map((result) => result.data.memoryEvents.version.path)).toEqual(Array.from({ length: total - 1 }, (_, index) => `r${index + 1}.md`));
+        stream.close();
+      }), 60_000);
+  });
+}
 
 describe('a consumer that resumes far behind and reads nothing', () => {
   it(`is cut off with SLOW_CONSUMER once it has taken nothing of its replay for ${REPLAY_STALL_MS / 1000} s`, () =>
