@@ -68,7 +68,13 @@ export async function freePort(): Promise<number> {
 export async function startServer(name: string, script: string, env: Record<string, string>, core: number | null, cwd = ROOT): Promise<ServerProcess> {
   const port = await freePort();
   // A built script (dist/*.js) runs on plain Node, as in production; TypeScript through tsx.
-  const nodeArguments = [...(process.env.BENCH_CPU_PROF && name.startsWith('memstore') ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []), ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script];
+  // BENCH_PERF=1: every server writes /tmp/perf-<pid>.map, so that `perf record -p <pid>` names its JavaScript.
+  const nodeArguments = [
+    ...(process.env.BENCH_CPU_PROF && name.startsWith('memstore') ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []),
+    ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
+    ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []),
+    script,
+  ];
   const [command, args] = core === null ? [process.execPath, nodeArguments] : ['taskset', ['-c', String(core), process.execPath, ...nodeArguments]];
   const child = spawn(command, args, {
     cwd,
@@ -219,7 +225,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             setupRequest: (request, context) => {
               const spec: RequestSpec = workload.next(kind);
               (context as { spec?: RequestSpec }).spec = spec;
-              return { ...request, method: spec.method ?? 'POST', path: spec.path, body: spec.body };
+              return { ...request, method: spec.method ?? 'POST', path: spec.path, body: spec.body, ...(spec.headers ? { headers: { ...request.headers, ...spec.headers } } : {}) };
             },
             onResponse: (status, body, context) => {
               const spec = (context as { spec?: RequestSpec }).spec;
