@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { recordEvent } from '../src/domain/events.js';
+import { readWorkspaceChangeMark, recordEvent } from '../src/domain/events.js';
 import { invariantViolations } from './support/invariants.js';
 import { openDatabaseAtLevel } from './support/migration-levels.js';
 
@@ -171,6 +171,34 @@ describe('upgrading from 0001_sessions_workspace_fk (before history and browsing
         { path: 'notes/', memory_count: 2, updated_at: '2026-11-30T12:00:02.000Z' },
         { path: 'notes/2026/', memory_count: 1, updated_at: '2026-11-30T12:00:02.000Z' },
       ]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('upgrading from 0006_memory_search (before change marks)', () => {
+  it('keeps every event, in order, and the newest of each workspace is its change mark', async () => {
+    const database = await openDatabaseAtLevel('0006_memory_search');
+    try {
+      const store = 'memstore_0000000000000000000a';
+      await database.exec(`
+        insert into workspaces values ('upgrade', '${at}'), ('other', '${at}');
+        insert into memory_stores values ('upgrade', '${store}', 'notes', '', 'active', 0, 0, '{}', false, null, null, '${at}', '${at}', null);
+        insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values
+          ('upgrade', 'store_created', '${store}', '${at}'), ('other', 'store_created', 'memstore_0000000000000000000b', '${at}');
+      `);
+      await database.exec(`insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values ('upgrade', 'store_updated', '${store}', '${at}')`);
+      const before = await database.query<{ workspace_id: string; id: number; xid: string; kind: string }>('select workspace_id, id::int as id, xid::text as xid, kind::text as kind from memory_events order by xid, id');
+
+      await database.migrateToLatest();
+
+      expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
+      expect(await database.query('select workspace_id, id::int as id, xid::text as xid, kind::text as kind from memory_events order by xid, id')).toEqual(before);
+      const newest = before.filter((event) => event.workspace_id === 'upgrade').at(-1)!;
+      expect(newest.kind).toBe('store_updated');
+      expect(await readWorkspaceChangeMark(database.db, 'upgrade')).toBe(`${newest.xid}.${newest.id}`);
+      expect(await readWorkspaceChangeMark(database.db, 'nobody')).toBe('empty');
     } finally {
       await database.close();
     }

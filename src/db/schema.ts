@@ -359,6 +359,9 @@ export const memoryEvents = pgTable(
     // Delivery reads every workspace's new events in one statement per batch (the poller of
     // each server instance): this index, unlike the tenant keys, is not led by workspace_id.
     index('memory_events_position_idx').on(table.xid, table.id),
+    // A workspace's newest event, for the change mark of conditional reads (domain/events.ts),
+    // and a workspace's events in delivery order for a stream that resumes.
+    index('memory_events_workspace_position_idx').on(table.workspaceId, table.xid, table.id),
     // The retention sweep.
     index('memory_events_occurred_idx').on(table.occurredAt),
   ],

@@ -1,4 +1,4 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { getTableName, sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Database } from '../db/client.js';
 import { memories, memoryEvents, memoryStores, memoryVersions } from '../db/schema.js';
 import { InvalidRequestError } from './errors.js';
@@ -147,6 +147,42 @@ const EVENT_HORIZON = sql.raw(`coalesce(
           where other.backend_xid is not null and other.datname is distinct from current_database()
             and other.backend_xid::text = (running::text::numeric % 4294967296)::text)),
       pg_snapshot_xmax(pg_current_snapshot()))`);
+
+/**
+ * A workspace's change mark, for conditional reads (an answer's ETag): as of the statement's
+ * snapshot, the position of the workspace's newest event as `<xid>.<id>`, `empty` when it has
+ * none, or `unsettled` when the mark cannot yet be trusted. Every change to the workspace's
+ * stores, memories and versions writes an event, so two equal settled marks mean nothing
+ * those tables hold for the workspace changed in between.
+ *
+ * Why "settled" is enough. The mark is settled when the newest event's xid is below the
+ * snapshot's xmin (`pg_snapshot_xmin`: the oldest transaction then running, in any database,
+ * or the next xid when none ran). Every transaction below xmin had ended, so any change that
+ * commits later belongs to a transaction at or above xmin, and its event's position is above
+ * the mark: the newest event, and so the mark, differ next time. Before that (the newest
+ * event above a transaction still running, which may yet commit an event behind it) no mark
+ * is given. The retention sweep deletes only the oldest events: a mark it changes was equal
+ * data read twice, never the reverse. The snapshot's xmin, unlike EVENT_HORIZON, also waits
+ * for transactions of other databases: that can only withhold a mark, never give a wrong one.
+ */
+export const CHANGE_MARK_EMPTY = 'empty';
+export const CHANGE_MARK_UNSETTLED = 'unsettled';
+
+/**
+ * The change mark's SQL, for the workspace whose id `workspaceId` names: an expression of
+ * the statement it goes into (a column such as `api_key."workspace_id"`), never a value.
+ */
+export function workspaceChangeMarkSql(workspaceId: string): string {
+  return `coalesce((select case when e.xid < pg_snapshot_xmin(pg_current_snapshot()) then e.xid::text || '.' || e.id::text
+        else '${CHANGE_MARK_UNSETTLED}' end
+      from "${getTableName(memoryEvents)}" e where e.workspace_id = ${workspaceId} order by e.xid desc, e.id desc limit 1), '${CHANGE_MARK_EMPTY}')`;
+}
+
+/** A workspace's change mark now (see workspaceChangeMarkSql). */
+export async function readWorkspaceChangeMark(db: Database, workspaceId: string): Promise<string> {
+  const [row] = rowsOf(await db.execute(sql`select ${sql.raw(workspaceChangeMarkSql('w.id'))} as mark from (select ${workspaceId}::text as id) w`));
+  return row!.mark as string;
+}
 
 /** Position of "now": before every event a reader will see from here on. */
 export async function currentEventHorizon(db: Database): Promise<EventPosition> {

@@ -10,10 +10,10 @@
 export type CorsOrigins = readonly string[] | '*';
 
 /** Headers a cross-origin page may send, beyond the always-allowed ones. */
-const ALLOWED_HEADERS = ['authorization', 'content-type', 'x-request-id', 'idempotency-key'];
+const ALLOWED_HEADERS = ['authorization', 'content-type', 'x-request-id', 'idempotency-key', 'if-none-match'];
 
 /** Headers a cross-origin page may read. */
-const EXPOSED_HEADERS = ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'];
+const EXPOSED_HEADERS = ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'etag'];
 
 /** How long a browser may keep a preflight's answer, in seconds. */
 const PREFLIGHT_MAX_AGE_SECONDS = 600;

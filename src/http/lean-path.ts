@@ -122,6 +122,18 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
         const limit = (deadline = pipeline.deadline(request));
         // A read the compiler covers identifies the key and answers in one statement.
         const compiled = pipeline.compile(document, selected, operation.variables);
+        if (compiled) {
+          // A conditional request whose answer has not changed: 304, without building it.
+          const unchanged = await limit.within(() => pipeline.unchangedTag(request, compiled, mediaType));
+          if (unchanged !== null && typeof unchanged === 'object') {
+            endResponse(respond(request, unchanged, mediaType, fetchAPI));
+            return;
+          }
+          if (unchanged !== null) {
+            endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: unchanged } }));
+            return;
+          }
+        }
         const answer = await limit.within(() => pipeline.readOrIdentify(request, compiled));
         // The time ran out: its error is the answer.
         if (!('viewer' in answer)) {
@@ -132,7 +144,10 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
           // The answer's JSON goes out as the database wrote it, between its two keys.
           const close = `,"extensions":${JSON.stringify(pipeline.extensions(request))}}`;
           const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
-          endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } }));
+          const headers: Record<string, string> = { 'Content-Type': `${mediaType}; charset=utf-8` };
+          const tag = pipeline.answerTag(compiled!, answer, mediaType);
+          if (tag !== null) headers.ETag = tag;
+          endResponse(new fetchAPI.Response(body, { status: 200, headers }));
           return;
         }
         // No compiled read, or a key the access policy does not let read all of it: the resolvers answer.

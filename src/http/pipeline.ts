@@ -7,6 +7,7 @@ import { maskError } from '../graphql/error-masking.js';
 import { estimateCost, parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
 import { compileRead, type CompiledRead } from '../read-compiler/compile.js';
 import type { Logger } from '../logger.js';
+import { AnswerTags, namesTag } from './answer-tags.js';
 import { credentialsOf, Gate, unauthenticated, type Credentials } from './authentication.js';
 import type { KeyRateLimiter } from './rate-limit.js';
 import { readBodyText } from './request-body.js';
@@ -106,7 +107,19 @@ export interface RequestPipeline {
    * compiled read (`viewer` is then the key, identified). Throws UNAUTHENTICATED for a token
    * no key has.
    */
-  readOrIdentify(request: Request, compiled: CompiledRead | null): Promise<{ viewer: Viewer; data: string | Uint8Array | null }>;
+  readOrIdentify(request: Request, compiled: CompiledRead | null): Promise<{ viewer: Viewer; data: string | Uint8Array | null; mark: string | null }>;
+  /**
+   * The tag (answer-tags.ts) of a compiled read's answer in a representation (its media
+   * type, say), from the mark that came with it; null when it has none.
+   */
+  answerTag(compiled: CompiledRead, answer: { viewer: Viewer; mark: string | null }, representation: string): string | null;
+  /**
+   * For a request with `If-None-Match`, a compiled read whose answer may not have changed:
+   * authenticates the key and reads the change mark in one statement, without the answer,
+   * and returns the current tag when the request names it (the answer is then `304 Not
+   * Modified`), else null (the read goes on). Throws UNAUTHENTICATED for a token no key has.
+   */
+  unchangedTag(request: Request, compiled: CompiledRead, representation: string): Promise<string | null>;
   mask(request: Request, errors: readonly GraphQLError[]): GraphQLError[];
   /** The response's `extensions`: the operation's estimated cost and the limit, once estimated. */
   extensions(request: Request): { cost: CostEstimate } | undefined;
@@ -126,6 +139,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // Documents are immutable, so sharing them is safe.
   const documents = createParseCache();
   const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
+  let tags: AnswerTags | undefined;
 
   return {
     schema,
@@ -213,14 +227,30 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return options.run ? compileRead(schema, document, operation, variables, options.run, options.runRaw) : null;
     },
     async readOrIdentify(request, compiled) {
-      if (!compiled) return { viewer: await this.identify(request), data: null };
+      if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
       stage(request, 'compiledRead');
       const state = states.of(request);
       if (!state.credentials) throw unauthenticated();
-      const answer = await compiled(state.credentials.tokenSha256);
+      const answer = await compiled.read(state.credentials.tokenSha256);
       if (answer === null) throw unauthenticated();
       state.viewer = answer.viewer;
       return answer;
+    },
+    answerTag(compiled, answer, representation) {
+      return (tags ??= new AnswerTags(schema)).tag(answer.mark, answer.viewer.apiKeyId, compiled.shape, representation);
+    },
+    async unchangedTag(request, compiled, representation) {
+      const ifNoneMatch = request.headers.get('if-none-match');
+      if (ifNoneMatch === null) return null;
+      // The compiled read's stage, with a statement that stops short of the answer.
+      stage(request, 'compiledRead');
+      const state = states.of(request);
+      if (!state.credentials) throw unauthenticated();
+      const checked = await compiled.check(state.credentials.tokenSha256);
+      if (checked === null) throw unauthenticated();
+      state.viewer = checked.viewer;
+      const tag = this.answerTag(compiled, checked, representation);
+      return tag !== null && namesTag(ifNoneMatch, tag) ? tag : null;
     },
     mask(request, errors) {
       stage(request, 'mask');

@@ -5,7 +5,7 @@ import { KEY_LOOKUP, viewerOf } from '../domain/api-keys.js';
 import { MAX_PREPARED_STATEMENT_TEXTS, MAX_RESPONSE_BYTES } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { planRead } from './plan.js';
-import { statementOf, TOKEN_PLACEHOLDER } from './sql.js';
+import { checkStatementOf, statementOf, TOKEN_PLACEHOLDER } from './sql.js';
 
 /**
  * Reads compiled to one SQL statement that builds the response's JSON in PostgreSQL, as a
@@ -15,12 +15,23 @@ import { statementOf, TOKEN_PLACEHOLDER } from './sql.js';
  * the database under the caller's workspace.
  */
 
-/**
- * Runs the compiled statement for a token's SHA-256: null when no unrevoked key has it;
- * else the key as a viewer, and the response's `data` as JSON text (null for a key the
- * access policy does not let read all of it: the resolvers must answer).
- */
-export type CompiledRead = (tokenSha256: string) => Promise<{ viewer: Viewer; data: string | Uint8Array | null } | null>;
+/** What a compiled statement says for a token's SHA-256 (null when no unrevoked key has it). */
+export interface CompiledAnswer {
+  viewer: Viewer;
+  /** The response's `data` as JSON text; null for a key the access policy does not let read all of it (the resolvers must answer). */
+  data: string | Uint8Array | null;
+  /** The workspace's change mark (domain/events.ts) in the same snapshot; null whenever data is. */
+  mark: string | null;
+}
+
+export interface CompiledRead {
+  /** Runs the statement: the key, the answer and the change mark. */
+  read(tokenSha256: string): Promise<CompiledAnswer | null>;
+  /** The key and the change mark only (data is null), without building the answer: for a conditional request. */
+  check(tokenSha256: string): Promise<CompiledAnswer | null>;
+  /** Everything the answer depends on besides the data and the key: the statement's text and its other parameters. */
+  readonly shape: string;
+}
 
 /**
  * The statement texts that may be prepared: the first MAX_PREPARED_STATEMENT_TEXTS distinct
@@ -55,21 +66,41 @@ export function compileRead(
   const plan = planRead(document, operation, coerced.coerced);
   // An answer that could pass the budget is built by the resolvers, which spend it as they go.
   if (!plan || plan.worstBytes > MAX_RESPONSE_BYTES) return null;
-  const { text, params } = statementOf(plan, kindsAllowedToTakeAll(plan.actions)).toQuery();
+  const allowed = kindsAllowedToTakeAll(plan.actions);
+  const { text, params } = statementOf(plan, allowed).toQuery();
   const tokenIndex = params.indexOf(TOKEN_PLACEHOLDER);
+  let check: ((tokenSha256: string) => Promise<CompiledAnswer | null>) | null = null;
+  return {
+    read: runner(text, params, tokenIndex, run, runRaw),
+    check: (tokenSha256) => {
+      // Built on first use: most requests are not conditional.
+      if (!check) {
+        const statement = checkStatementOf(plan, allowed).toQuery();
+        check = runner(statement.text, statement.params, statement.params.indexOf(TOKEN_PLACEHOLDER), run, runRaw);
+      }
+      return check(tokenSha256);
+    },
+    get shape() {
+      return JSON.stringify([text, params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value))]);
+    },
+  };
+}
+
+/** Runs a compiled statement's text with the token's SHA-256 in its place among the parameters. */
+function runner(text: string, params: unknown[], tokenIndex: number, run: RunStatement, runRaw: RunStatementRaw | undefined) {
   const options = { prepare: mayPrepare(text) };
-  return async (tokenSha256) => {
+  return async (tokenSha256: string): Promise<CompiledAnswer | null> => {
     const values = [...params];
     values[tokenIndex] = tokenSha256;
     if (runRaw) {
       const [raw] = await runRaw(text, values, options);
       if (!raw) return null;
       const key = Object.fromEntries(LOOKUP_COLUMNS.map((name, index) => [name, decode(raw[index])]));
-      return { viewer: viewerOf(key as never), data: raw[LOOKUP_COLUMNS.length] ?? null };
+      return { viewer: viewerOf(key as never), data: raw[LOOKUP_COLUMNS.length] ?? null, mark: decode(raw[LOOKUP_COLUMNS.length + 1]) };
     }
     const [row] = await run(text, values, options);
     if (!row) return null;
     const key = Object.fromEntries(LOOKUP_COLUMNS.map((name) => [name, row[KEY_LOOKUP.columns[name].name] ?? null]));
-    return { viewer: viewerOf(key as never), data: (row.data as string | null) ?? null };
+    return { viewer: viewerOf(key as never), data: (row.data as string | null) ?? null, mark: (row.mark as string | null) ?? null };
   };
 }

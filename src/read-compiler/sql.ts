@@ -3,6 +3,7 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { sql, type Statement as SQL } from '../db/statement.js';
 import type { ApiKeyKind } from '../domain/viewer.js';
 import { KEY_LOOKUP } from '../domain/api-keys.js';
+import { workspaceChangeMarkSql } from '../domain/events.js';
 import type { ExposedField } from '../graphql/exposed-fields.js';
 import type { ConnectionPlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
 
@@ -152,7 +153,7 @@ class StatementWriter {
     ) ${sql.raw(page)})`;
   }
 
-  root(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[]): SQL {
+  root(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], answer: boolean): SQL {
     const parts = plan.fields.map((field) => {
       let value: SQL;
       if (field.kind === 'typename') value = literalName('Query');
@@ -175,12 +176,22 @@ class StatementWriter {
         select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
         where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)
       select ${sql.raw(selected.map((name) => `${KEY}.${name}`).join(', '))},
-        case when ${allowed} then json_build_object(${sql.join(parts, sql`, `)})::text end as data
+        ${answer ? sql`case when ${allowed} then json_build_object(${sql.join(parts, sql`, `)})::text end` : sql`null::text`} as data,
+        case when ${allowed} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end as mark
       from ${key}`;
   }
 }
 
-/** The statement of a plan, for keys of the allowed kinds. */
+/**
+ * The statement of a plan, for keys of the allowed kinds: the key's columns, the answer's
+ * JSON as `data` and the workspace's change mark (domain/events.ts) as `mark`, both from the
+ * statement's one snapshot, and both null for a key of another kind.
+ */
 export function statementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[]): SQL {
-  return new StatementWriter().root(plan, allowedKinds);
+  return new StatementWriter().root(plan, allowedKinds, true);
+}
+
+/** The same statement without the answer: the key and the change mark only, for a conditional request. */
+export function checkStatementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[]): SQL {
+  return new StatementWriter().root(plan, allowedKinds, false);
 }

@@ -2,6 +2,9 @@
 import type { FanOutReport } from './fan-out-run.js';
 import type { TargetKind, WorkloadName } from './workloads.js';
 
+/** Q1 polled unchanged: a memstore row, with its rate against Q1's. */
+export type PolledRow = Row & { ratioToQ1: number };
+
 export interface Row {
   workload: WorkloadName;
   target: TargetKind | 'memstore-pglite' | 'memstore-compared' | 'memstore-without-lean-path' | 'memstore-without-metrics';
@@ -71,6 +74,8 @@ export interface Results {
   longRows: LongRow[];
   /** F1, the fan-out of live updates (fan-out-run.ts), when it ran. */
   fanOut?: FanOutReport | null;
+  /** Q1 polled while nothing changes (If-None-Match, 304), memstore only, when Q1 ran. */
+  polled?: PolledRow | null;
   totalSeconds: number;
 }
 
@@ -167,6 +172,21 @@ export function renderMarkdown(results: Results): string {
           `${row.firstTenSeconds === 0 ? '—' : `${(((row.secondMinute - row.firstTenSeconds) / row.firstTenSeconds) * 100).toFixed(1)} %`} | ${format(row.overall, 0)} | ` +
           `${format(row.rssStartMb, 0)} → ${format(row.rssEndMb, 0)} | ${row.failed} |`,
       ),
+      '',
+    );
+  }
+
+  if (results.polled) {
+    const row = results.polled;
+    push(
+      '## Q1 polled while nothing changes',
+      '',
+      "memstore only: the dashboard's request naming its answer's ETag in If-None-Match, each answered `304 Not Modified` after one statement " +
+        "(the key and the workspace's change mark), measured as the other workloads, right after them. Not part of the ratios above, which stay without conditional requests.",
+      '',
+      '| req/s | × Q1 memstore | p50 ms | p99 ms | server CPU ms/req | DB CPU ms/req | max RSS MB | failed |',
+      '|--:|--:|--:|--:|--:|--:|--:|--:|',
+      `| ${format(row.requestsPerSecond, 0)} | ${row.ratioToQ1.toFixed(1)} × | ${row.p50} | ${row.p99} | ${format(row.serverCpuMsPerRequest, 2)} | ${format(row.databaseCpuMsPerRequest, 2)} | ${format(row.maxRssMb, 0)} | ${row.failed + row.errors} |`,
       '',
     );
   }

@@ -39,11 +39,11 @@ import * as schema from '../../src/db/schema.js';
 import { BENCH_DATABASE, databaseUrlFor, dropDatabase, migrateAndSeed, recreateDatabase } from './database.js';
 import { measureFanOut, type FanOutReport } from './fan-out-run.js';
 import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, rssBytes, runLoad, startServer, type ServerProcess } from './measure.js';
-import { renderMarkdown, type LongRow, type Results, type Row, type StatementRow } from './report.js';
+import { renderMarkdown, type LongRow, type PolledRow, type Results, type Row, type StatementRow } from './report.js';
 import { BENCH_SHAPE, benchInvariantViolations } from './seed.js';
 import { startStatementProxy, type StatementProxy } from './statement-proxy.js';
 import { verifyWorkload } from './verify.js';
-import { createWorkloads, ShaTracker, WORKLOAD_NAMES, type TargetKind, type Workload, type WorkloadName } from './workloads.js';
+import { createWorkloads, DASHBOARD_BODY, polledDashboard, ShaTracker, WORKLOAD_NAMES, type TargetKind, type Workload, type WorkloadName } from './workloads.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -360,6 +360,22 @@ async function main(): Promise<void> {
       }
     }
   }
+  // ---- Q1 polled while nothing changes: the conditional request (memstore only) ----
+  let polled: PolledRow | null = null;
+  if (workloadNames.includes('Q1')) {
+    const first = await fetch(`${memstore.baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: DASHBOARD_BODY });
+    const tag = first.headers.get('etag');
+    await first.arrayBuffer();
+    if (first.status !== 200 || tag === null) throw new Error(`Q1 polled: the dashboard answered ${first.status} with ETag ${tag}`);
+    const again = await fetch(`${memstore.baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'if-none-match': tag }, body: DASHBOARD_BODY });
+    if (again.status !== 304 || (await again.text()) !== '') throw new Error(`Q1 polled: If-None-Match with the answer's ETag answered ${again.status}, not an empty 304`);
+    verification.Q1polled = `the dashboard's ETag ${tag.slice(0, 12)}… named in If-None-Match: 304 with no body`;
+    const { row } = await measure(memstore, 'memstore', polledDashboard(tag), duration, 'postgres');
+    const q1 = rows.find((candidate) => candidate.workload === 'Q1' && candidate.target === 'memstore')!;
+    polled = { ...row, statementsPerRequest: null, roundTripsPerRequest: null, ratioToQ1: row.requestsPerSecond / q1.requestsPerSecond };
+    log(`Q1 polled unchanged (304): ${row.requestsPerSecond.toFixed(0)} req/s (${polled.ratioToQ1.toFixed(1)} × Q1), p50 ${row.p50} ms, p99 ${row.p99} ms${row.failed + row.errors > 0 ? `, ${row.failed} failed, ${row.errors} errors` : ''}`);
+  }
+
   const telemetry = await metricsSeen(memstore);
   log(`memstore: ${telemetry}`);
   await stop(memstore);
@@ -427,6 +443,7 @@ async function main(): Promise<void> {
     rows,
     longRows,
     fanOut,
+    polled,
     totalSeconds: (Date.now() - startedAt) / 1000,
   };
   const markdown = renderMarkdown(results);

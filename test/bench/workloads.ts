@@ -17,6 +17,8 @@ export interface RequestSpec {
   method?: 'GET' | 'POST';
   path: string;
   body: string | undefined;
+  /** Headers besides the content type and the key's. */
+  headers?: Record<string, string>;
   /** Judges the response (and learns from it: writes track each memory's current sha). True when it is the expected success. */
   done(status: number, body: string): boolean;
 }
@@ -154,7 +156,7 @@ const { stores: STORES, memoriesPerStore: MEMORIES_PER_STORE } = BENCH_SHAPE;
 const rotatingMemory = (k: number) => memoryId(k % STORES, Math.floor(k / STORES) % MEMORIES_PER_STORE);
 
 function dashboard(): Workload {
-  const memstoreBody = gql(DASHBOARD_QUERY, DASHBOARD_SHAPE);
+  const memstoreBody = DASHBOARD_BODY;
   const baselineBody = json(DASHBOARD_SHAPE);
   return {
     name: 'Q1',
@@ -165,6 +167,23 @@ function dashboard(): Workload {
       kind === 'memstore'
         ? { path: GRAPHQL_PATH, body: memstoreBody, done: memstoreReadOk }
         : { path: '/q1', body: baselineBody, done: baselineOk },
+  };
+}
+
+/** The dashboard's request as memstore gets it (Q1), for the conditional poll. */
+export const DASHBOARD_BODY = gql(DASHBOARD_QUERY, DASHBOARD_SHAPE);
+
+/**
+ * Q1 polled while nothing changes: memstore only, each request naming the answer's ETag in
+ * If-None-Match, and expecting 304 (README: "Polling without cost").
+ */
+export function polledDashboard(tag: string): Workload {
+  return {
+    name: 'Q1',
+    title: 'Q1 polled unchanged: If-None-Match with the answer\'s ETag, 304 expected',
+    write: false,
+    startRun: () => {},
+    next: () => ({ path: GRAPHQL_PATH, body: DASHBOARD_BODY, headers: { 'if-none-match': tag }, done: (status) => status === 304 }),
   };
 }
 

@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import { printSchema, type GraphQLSchema } from 'graphql';
+import { CHANGE_MARK_UNSETTLED } from '../domain/events.js';
+
+/**
+ * Conditional reads: the entity tag (ETag) of an answer the read compiler builds, and the
+ * test of a request's `If-None-Match` against it. A tag names one answer of one key: the
+ * server's schema, the representation, the key, the compiled statement with its parameters
+ * and the workspace's change mark (domain/events.ts) read in the answer's own snapshot. The
+ * answer of an equal tag is therefore the same answer, and a request that names the current
+ * tag is answered `304 Not Modified` after one cheap statement (the key and the mark),
+ * without building the answer. No tag is given while the mark is unsettled.
+ */
+export class AnswerTags {
+  private readonly server: string;
+
+  constructor(schema: GraphQLSchema) {
+    // A new schema (a new memstore) never takes the tags of the old one.
+    this.server = createHash('sha256').update(printSchema(schema)).digest('base64url');
+  }
+
+  /** The weak tag `W/"…"` of an answer, or null when it has none (no mark, or an unsettled one). */
+  tag(mark: string | null, apiKeyId: string, shape: string, representation: string): string | null {
+    if (mark === null || mark === CHANGE_MARK_UNSETTLED) return null;
+    const digest = createHash('sha256').update(JSON.stringify([this.server, representation, apiKeyId, shape, mark])).digest('base64url');
+    return `W/"${digest}"`;
+  }
+}
+
+/**
+ * Whether an `If-None-Match` value names this tag: a comma-separated list of entity tags,
+ * compared weakly (RFC 9110 §13.1.2: `W/"x"` and `"x"` are the same tag), or `*`.
+ */
+export function namesTag(ifNoneMatch: string, tag: string): boolean {
+  if (ifNoneMatch.trim() === '*') return true;
+  const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
+  // Opaque tags are quoted and may hold commas: read them one by one, not by splitting.
+  for (const [, listed] of ifNoneMatch.matchAll(ENTITY_TAG)) if (listed === opaque) return true;
+  return false;
+}
+
+const ENTITY_TAG = /(?:W\/)?("[^"]*")/g;

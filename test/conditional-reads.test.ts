@@ -1,0 +1,234 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, type DatabaseHandle } from '../src/db/client.js';
+import { authenticate } from '../src/domain/api-keys.js';
+import { readWorkspaceChangeMark } from '../src/domain/events.js';
+import { insertMemoryLocked, lockActiveStore } from '../src/domain/memories/locked-writes.js';
+import { writerOf } from '../src/domain/viewer.js';
+import { namesTag } from '../src/http/answer-tags.js';
+import { recordStatements } from '../src/db/statement-count.js';
+import { createMemory, createStore, deleteMemory, updateMemory } from './support/builders.js';
+import { postgresUrl } from './support/database.js';
+import { TestClient, useTestServer } from './support/server.js';
+import { createKey } from './support/workspace-fixture.js';
+
+/**
+ * Conditional reads: a dashboard that polls an unchanged answer is told so with `304 Not
+ * Modified` after one cheap statement. The tag must change whenever the answer may have,
+ * and never match another key's, query's or workspace's answer.
+ */
+const server = useTestServer();
+
+const DASHBOARD = `query Dashboard($first: Int!) {
+  memoryStores(first: $first) { totalCount edges { node { id name entryCount totalSize
+    memories(first: 10) { edges { node { id path contentSha256 versions(first: 3) { edges { node { id operation } } } } } } } } }
+}`;
+
+interface Poll {
+  status: number;
+  tag: string | null;
+  body: string;
+  headers: Headers;
+}
+
+async function poll(client: TestClient, options: { ifNoneMatch?: string | null; query?: string; variables?: Record<string, unknown>; accept?: string } = {}): Promise<Poll> {
+  const response = await client.app.fetch('http://memstore.test/graphql', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: options.accept ?? 'application/graphql-response+json',
+      ...(client.token === null ? {} : { authorization: `Bearer ${client.token}` }),
+      ...(options.ifNoneMatch ? { 'if-none-match': options.ifNoneMatch } : {}),
+    },
+    body: JSON.stringify({ query: options.query ?? DASHBOARD, variables: options.variables ?? { first: 10 } }),
+  });
+  return { status: response.status, tag: response.headers.get('etag'), body: await response.text(), headers: response.headers };
+}
+
+/** Polls with the tag, expects a full answer with a new tag, and that the new tag is then answered 304. */
+async function expectChanged(client: TestClient, before: string): Promise<string> {
+  const changed = await poll(client, { ifNoneMatch: before });
+  expect(changed.status).toBe(200);
+  expect(changed.tag).not.toBeNull();
+  expect(changed.tag).not.toBe(before);
+  expect(JSON.parse(changed.body).data.memoryStores).toBeDefined();
+  expect((await poll(client, { ifNoneMatch: changed.tag! })).status).toBe(304);
+  return changed.tag!;
+}
+
+const send = async (client: TestClient, query: string, variables: Record<string, unknown>) => {
+  const response = await client.send({ query, variables });
+  expect(response.errors, JSON.stringify(response.errors)).toBeUndefined();
+  return response.data;
+};
+
+describe('a polled answer', () => {
+  it('carries a weak ETag, and the same request naming it is answered 304 with no body, after one statement that builds no answer', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    await createMemory(client, store.id);
+    const first = await poll(client);
+    expect(first.status).toBe(200);
+    expect(first.tag).toMatch(/^W\/"[A-Za-z0-9_-]{43}"$/);
+    // The same answer again: the same tag.
+    expect((await poll(client)).tag).toBe(first.tag);
+
+    const { result: unchanged, statements } = await recordStatements(() => poll(client, { ifNoneMatch: first.tag! }));
+    expect(unchanged.status).toBe(304);
+    expect(unchanged.body).toBe('');
+    expect(unchanged.tag).toBe(first.tag);
+    expect(unchanged.headers.get('ratelimit-limit')).toBe(first.headers.get('ratelimit-limit'));
+    expect(unchanged.headers.get('x-request-id')).not.toBeNull();
+    expect(statements).toHaveLength(1);
+    expect(statements[0]!.sql).not.toContain('json_build_object');
+    // A list of tags, strong or weak, naming it among others.
+    expect((await poll(client, { ifNoneMatch: `"other", ${first.tag!.slice(2)}` })).status).toBe(304);
+    expect((await poll(client, { ifNoneMatch: '"other"' })).status).toBe(200);
+  });
+
+  it('gets a new tag after every kind of change to the workspace\'s stores, memories and versions', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    let tag = (await poll(client)).tag!;
+
+    const memory = await createMemory(client, store.id, { path: 'a.md', content: 'one' });
+    tag = await expectChanged(client, tag);
+    const updated = await updateMemory(client, { id: memory.id, content: 'two' });
+    tag = await expectChanged(client, tag);
+    const versions = (await send(client, 'query ($id: ID!) { memory(id: $id) { versions(first: 5) { edges { node { id } } } } }', { id: updated.id })) as {
+      memory: { versions: { edges: { node: { id: string } }[] } };
+    };
+    await send(client, 'mutation ($id: ID!) { redactMemoryVersion(input: { id: $id }) { __typename } }', { id: versions.memory.versions.edges.at(-1)!.node.id });
+    tag = await expectChanged(client, tag);
+    await send(client, 'mutation ($id: ID!) { updateMemoryStore(input: { id: $id, name: "renamed" }) { __typename } }', { id: store.id });
+    tag = await expectChanged(client, tag);
+    await deleteMemory(client, memory.id);
+    tag = await expectChanged(client, tag);
+    const other = await createStore(client);
+    tag = await expectChanged(client, tag);
+    const third = await createStore(client);
+    tag = await expectChanged(client, tag);
+    await send(client, 'mutation ($id: ID!) { archiveMemoryStore(input: { id: $id }) { __typename } }', { id: other.id });
+    tag = await expectChanged(client, tag);
+    expect(await send(client, 'mutation ($id: ID!) { deleteMemoryStore(input: { id: $id }) { __typename ... on Error { code message } } }', { id: third.id })).toEqual({ deleteMemoryStore: { __typename: 'DeleteMemoryStoreSuccess' } });
+    await expectChanged(client, tag);
+  });
+
+  it('is tagged for its key, query, variables and media type alone, and keeps its tag while another workspace changes', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const tag = (await poll(client)).tag!;
+    const secondKey = await createKey(client, 'ADMIN');
+    const otherKey = new TestClient(server.app, secondKey.token, client.workspaceId);
+    const other = await poll(otherKey, { ifNoneMatch: tag });
+    expect(other.status).toBe(200);
+    expect(other.tag).not.toBe(tag);
+    expect(other.body).toBe((await poll(client)).body);
+    for (const variant of [{ variables: { first: 9 } }, { query: DASHBOARD.replace('totalCount', 'total: totalCount') }, { accept: 'application/json' }]) {
+      const answer = await poll(client, { ...variant, ifNoneMatch: tag });
+      expect(answer.status, JSON.stringify(variant)).toBe(200);
+      expect(answer.tag).not.toBe(tag);
+    }
+    const elsewhere = await server.newWorkspace();
+    // Another workspace's answer never matches, and its writes leave this one's tag alone.
+    expect((await poll(elsewhere, { ifNoneMatch: tag })).status).toBe(200);
+    await createMemory(elsewhere, (await createStore(elsewhere)).id);
+    expect((await poll(client, { ifNoneMatch: tag })).status).toBe(304);
+    expect(store.id).toBeTruthy();
+  });
+
+  it('is never 304 for a revoked key, a key nobody has, or no key', async () => {
+    const client = await server.newWorkspace();
+    await createStore(client);
+    const key = await createKey(client, 'ADMIN');
+    const holder = new TestClient(server.app, key.token, client.workspaceId);
+    const tag = (await poll(holder)).tag!;
+    expect((await poll(holder, { ifNoneMatch: tag })).status).toBe(304);
+    await send(client, 'mutation ($id: ID!) { revokeApiKey(input: { id: $id }) { __typename } }', { id: key.id });
+    const revoked = await poll(holder, { ifNoneMatch: tag });
+    expect(revoked.status).toBe(401);
+    expect(revoked.tag).toBeNull();
+    expect(JSON.parse(revoked.body).errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    expect((await poll(server.anonymous(), { ifNoneMatch: tag })).status).toBe(401);
+  });
+
+  it('has no tag when the resolvers answer it, and If-None-Match is then ignored', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const query = 'query ($id: ID!) { memoryStore(id: $id) { name bindingInfo { identityTemplateCount } } }';
+    const answer = await poll(client, { query, variables: { id: store.id } });
+    expect(answer.status).toBe(200);
+    expect(answer.tag).toBeNull();
+    expect((await poll(client, { query, variables: { id: store.id }, ifNoneMatch: '*' })).status).toBe(200);
+    // A key the access policy does not let read it all (the resolvers answer): no tag either.
+    const identity = new TestClient(server.app, (await createKey(client, 'IDENTITY', 'idn_conditional')).token, client.workspaceId);
+    expect((await poll(identity, { query: '{ memory(id: "mem_00000000000000000000") { id } }' })).tag).toBeNull();
+  });
+});
+
+describe.skipIf(postgresUrl === undefined)('a polled answer while an older write is still open', () => {
+  let other: DatabaseHandle;
+  beforeAll(async () => {
+    other = await createDb({ databaseUrl: server.database.url, dataDir: 'memory://', poolSize: 2 });
+  });
+  afterAll(async () => {
+    await other?.close();
+  });
+
+  it('has no tag while a newer write committed ahead of it, and a new tag once it commits', async () => {
+    const client = await server.newWorkspace();
+    const storeA = await createStore(client);
+    const storeB = await createStore(client);
+    const before = (await poll(client)).tag!;
+    const viewer = (await authenticate(server.db, client.token!))!;
+
+    // A takes its transaction id first and stays open; B commits after it.
+    let commitA!: () => void;
+    const held = new Promise<void>((resolve) => (commitA = resolve));
+    let started!: () => void;
+    const taken = new Promise<void>((resolve) => (started = resolve));
+    const transactionA = other.db.transaction(async (tx) => {
+      await lockActiveStore(tx, viewer.workspaceId, storeA.id);
+      await insertMemoryLocked(tx, writerOf(viewer), storeA.id, { path: 'held.md', content: 'held', metadata: {} }, new Date());
+      started();
+      await held;
+    });
+    await taken;
+    await createMemory(client, storeB.id, { path: 'quick.md' });
+
+    // B's event is the newest, but A may still commit one behind it: no tag can be trusted.
+    expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe('unsettled');
+    const during = await poll(client, { ifNoneMatch: before });
+    expect(during.status).toBe(200);
+    expect(during.tag).toBeNull();
+    expect(JSON.parse(during.body).data.memoryStores.edges.flatMap((edge: { node: { memories: { edges: unknown[] } } }) => edge.node.memories.edges)).toHaveLength(1);
+
+    commitA();
+    await transactionA;
+    const after = await poll(client, { ifNoneMatch: before });
+    expect(after.status).toBe(200);
+    expect(after.tag).not.toBeNull();
+    expect(after.tag).not.toBe(before);
+    expect(JSON.parse(after.body).data.memoryStores.edges.flatMap((edge: { node: { memories: { edges: unknown[] } } }) => edge.node.memories.edges)).toHaveLength(2);
+    expect((await poll(client, { ifNoneMatch: after.tag! })).status).toBe(304);
+  });
+});
+
+describe('If-None-Match', () => {
+  const opaque = fc.stringMatching(/^[A-Za-z0-9_,-]{1,20}$/).map((text) => `"${text}"`);
+  it('names a tag when any listed tag is it, weak or strong, and only then', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), opaque), { maxLength: 5 }), opaque, fc.boolean(), fc.nat(5), (others, ours, weak, at) => {
+        const listed = others.map(([isWeak, value]) => (isWeak ? `W/${value}` : value));
+        const tag = `W/${ours}`;
+        const without = listed.filter((value) => value.replace(/^W\//, '') !== ours);
+        expect(namesTag(without.join(', ') || '"none"', tag)).toBe(false);
+        const withIt = [...without];
+        withIt.splice(Math.min(at, withIt.length), 0, weak ? tag : ours);
+        expect(namesTag(withIt.join(' ,'), tag)).toBe(true);
+      }),
+    );
+    expect(namesTag('*', 'W/"x"')).toBe(true);
+    expect(namesTag('"a,W/"x"', 'W/"y"')).toBe(false);
+  });
+});
