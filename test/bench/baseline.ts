@@ -9,6 +9,8 @@
  *   POST /q1 {}                       the dashboard: 20 newest stores × 20 memories by path × 5 newest versions
  *   POST /q2 {"id"}                   one memory with its content
  *   POST /q3 {"storeId","pathPrefix","first"}  a store's memories under a path prefix, by path
+ *   POST /s1 {"query","first"}        search: the best hits with their snippets (memstore's snippet function)
+ *   POST /e1 {"storeId","folder","first"}      a folder level: folders, then memories, by name
  *   POST /w1 {"id","content","expectedContentSha256"}  updateMemory
  *   POST /w2 {"memoryStoreId","path","content"}        createMemory
  *
@@ -18,6 +20,8 @@
 import { createHash, randomInt } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import postgres from 'postgres';
+// The snippet of a hit, as memstore cuts it: the same words, the same text (a pure function).
+import { snippetOf } from '../../src/domain/search.js';
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) {
@@ -106,6 +110,40 @@ select (select count(*) from k) as authenticated, (
   from memory_stores s where s.workspace_id = (select workspace_id from k) and s.id = $2
 )::text as body`;
 
+/**
+ * S1: the ranked hits' page (one more than asked, to know whether more follow) with their
+ * content, and the searched words (as memstore reads them, from querytree).
+ */
+const S1 = `
+with ${AUTH}, q as (select websearch_to_tsquery('simple'::regconfig, $2::text) as query)
+select (select count(*) from k) as authenticated, querytree((select query from q)) as tree, (
+  select coalesce(json_agg(json_build_object('id', h.id, 'path', h.path, 'score', h.score, 'content', h.content)
+                  order by h.score desc, h.path, h.id), '[]')
+  from (select m.id, m.path, m.content, ts_rank_cd(m.search_vector, q.query)::float8 as score
+        from memories m, q
+        where m.workspace_id = (select workspace_id from k) and m.search_vector @@ q.query
+        order by score desc, m.path, m.id limit $3) h
+)::text as body`;
+
+/** E1: a folder level, folders first then memories, each by name in byte order, one more than asked. */
+const E1 = `
+with ${AUTH}
+select (select count(*) from k) as authenticated,
+  (select count(*) from memory_stores where workspace_id = (select workspace_id from k) and id = $2) as found, (
+  select coalesce(json_agg(e.node order by e.slot, e.name collate "C"), '[]')
+  from (select * from (
+          (select 0 as slot, f.name, json_build_object('__typename', 'MemoryFolder', 'path', f.path, 'name', f.name, 'memoryCount', f.memory_count,
+                    'totalSize', f.total_size, 'updatedAt', ${iso('f.updated_at')}) as node
+           from memory_folders f where f.workspace_id = (select workspace_id from k) and f.memory_store_id = $2 and f.parent = $3
+           order by f.name limit $4)
+          union all
+          (select 1, m.path, json_build_object('__typename', 'Memory', 'id', m.id, 'path', m.path, 'contentSizeBytes', m.content_size_bytes,
+                    'updatedAt', ${iso('m.updated_at')})
+           from memories m where m.workspace_id = (select workspace_id from k) and m.memory_store_id = $2 and m.folder = $3
+           order by m.path limit $4)) both_slots
+        order by slot, name collate "C" limit $4) e
+)::text as body`;
+
 /** W1, under the locks: authenticates, locks the memory's store row and the memory row, reads the memory. */
 const W1_LOCK = `
 with ${AUTH}
@@ -188,6 +226,24 @@ const handlers: Record<string, Handler> = {
   '/q3': (token, input) => {
     const prefix = String(input.pathPrefix ?? '');
     return read(Q3, [token, String(input.storeId), prefix, prefixUpperBound(prefix), Number(input.first ?? 20)]);
+  },
+  '/s1': async (token, input) => {
+    const first = Number(input.first ?? 20);
+    const [row] = await sql.unsafe(S1, [token, String(input.query), first + 1], { prepare: true });
+    if (Number(row!.authenticated) === 0) throw unauthenticated();
+    // The words a hit must contain, as memstore reads them (domain/search.ts).
+    const lexemes = [...String(row!.tree).matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'"));
+    const hits = JSON.parse(row!.body as string) as { id: string; path: string; score: number; content: string }[];
+    const edges = hits.slice(0, first).map((hit) => ({ score: hit.score, snippet: snippetOf(hit.content, lexemes), node: { id: hit.id, path: hit.path } }));
+    return JSON.stringify({ edges, pageInfo: { hasNextPage: hits.length > first } });
+  },
+  '/e1': async (token, input) => {
+    const first = Number(input.first ?? 20);
+    const [row] = await sql.unsafe(E1, [token, String(input.storeId), String(input.folder), first + 1], { prepare: true });
+    if (Number(row!.authenticated) === 0) throw unauthenticated();
+    if (Number(row!.found) === 0) throw new HttpError(404, { code: 'NOT_FOUND' });
+    const entries = JSON.parse(row!.body as string) as unknown[];
+    return JSON.stringify({ edges: entries.slice(0, first).map((node) => ({ node })), pageInfo: { hasNextPage: entries.length > first } });
   },
   '/w1': async (token, input) => {
     const content = String(input.content);

@@ -6,7 +6,7 @@
  *   --duration S      measured seconds per workload and server (10)
  *   --warmup S        warm-up seconds before each measured run (3)
  *   --connections N   concurrent connections of the load generator (32)
- *   --only Q1,W1      run these workloads only (Q1 Q2 R2 Q3 W1 W2 F1)
+ *   --only Q1,W1      run these workloads only (Q1 Q2 R2 Q3 S1 E1 W1 W2 F1)
  *   --fan-out-subscribers N  the open streams of F1, the fan-out of live updates (1000)
  *   --long            also run each workload for 2 minutes: req/s of the first 10 s vs the second minute
  *   --pglite          also run memstore on the embedded database (PGlite), seeded the same way

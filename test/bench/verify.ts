@@ -17,7 +17,13 @@ import {
   MEMORY_QUERY,
   PREFIX_PAGE,
   PREFIX_QUERY,
+  ENTRIES_PAGE,
+  ENTRIES_QUERY,
+  entriesFolder,
   restMemoryPath,
+  SEARCH_PAGE,
+  SEARCH_QUERY,
+  searchWords,
   UPDATE_MUTATION,
   WRITE_CONTENTS,
   type WorkloadName,
@@ -110,6 +116,32 @@ async function verifyRestRead(endpoints: Endpoints): Promise<string> {
     if (!isDeepStrictEqual(asGraphql, expected)) throw new Error(describeDifference(`R2 ${id}`, asGraphql, expected));
   }
   return `R2: ${ids.length} memories with content over REST, equal field by field to ${endpoints.baseline ? 'the baseline' : 'Q2'}`;
+}
+
+/** S1 and E1: the same page (hits with scores and snippets; folders and memories) for several searches and folders. */
+async function verifyBrowse(name: 'S1' | 'E1', endpoints: Endpoints): Promise<string> {
+  const cases =
+    name === 'S1'
+      ? [0, 7, 49].map((k) => ({ query: SEARCH_QUERY, variables: { query: searchWords(k), first: SEARCH_PAGE }, path: '/s1', pick: (data: any) => data.searchMemories }))
+      : [0, 1, 5, 6].map((k) => ({
+          query: ENTRIES_QUERY,
+          variables: { storeId: storeId((k * 37) % BENCH_SHAPE.stores), folder: entriesFolder(k), first: ENTRIES_PAGE },
+          path: '/e1',
+          pick: (data: any) => data.memoryStore.entries,
+        }));
+  let items = 0;
+  for (const { query, variables, path, pick } of cases) {
+    const memstore = pick(await graphql(endpoints, query, variables));
+    if (memstore.edges.length === 0) throw new Error(`${name}: memstore found nothing for ${JSON.stringify(variables)}`);
+    items += memstore.edges.length;
+    if (endpoints.baseline) {
+      const baseline = await post(endpoints.baseline, path, endpoints.token, variables);
+      if (baseline.status !== 200 || !isDeepStrictEqual(memstore, baseline.body)) throw new Error(describeDifference(`${name} ${JSON.stringify(variables)}`, memstore, baseline.body));
+    }
+  }
+  return name === 'S1'
+    ? `S1: ${cases.length} searches, ${items} hits with scores and snippets in rank order, equal field by field`
+    : `E1: ${cases.length} folder levels, ${items} folders and memories in order, equal field by field`;
 }
 
 async function verifyRead(name: 'Q1' | 'Q2' | 'Q3', endpoints: Endpoints): Promise<string> {
@@ -264,6 +296,7 @@ async function verifyCreate(endpoints: Endpoints & { baseline: string }, db: Dat
 export async function verifyWorkload(name: WorkloadName, endpoints: Endpoints, db: Database | null, apiKeyId: string): Promise<string> {
   if (name === 'R2') return verifyRestRead(endpoints);
   if (name === 'Q1' || name === 'Q2' || name === 'Q3') return verifyRead(name, endpoints);
+  if (name === 'S1' || name === 'E1') return verifyBrowse(name, endpoints);
   if (!endpoints.baseline || !db) return `${name}: checked on PostgreSQL only`;
   const line = name === 'W1' ? await verifyUpdate({ ...endpoints, baseline: endpoints.baseline }, db, apiKeyId) : await verifyCreate({ ...endpoints, baseline: endpoints.baseline }, db, apiKeyId);
   const problems = await benchInvariantViolations(db);

@@ -9,7 +9,7 @@ import type { Database } from '../../src/db/client.js';
 import { BENCH_SHAPE, BENCH_WORKSPACE, memoryId, SEEDED_PATH_PREFIX, storeId } from './seed.js';
 
 export type TargetKind = 'memstore' | 'baseline';
-export const WORKLOAD_NAMES = ['Q1', 'Q2', 'R2', 'Q3', 'W1', 'W2'] as const;
+export const WORKLOAD_NAMES = ['Q1', 'Q2', 'R2', 'Q3', 'S1', 'E1', 'W1', 'W2'] as const;
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
 
 export interface RequestSpec {
@@ -92,6 +92,32 @@ export const PREFIX_QUERY = /* GraphQL */ `
   }
 `;
 
+export const SEARCH_QUERY = /* GraphQL */ `
+  query BenchSearch($query: String!, $first: Int!) {
+    searchMemories(query: $query, first: $first) {
+      edges { score snippet { text matches { start end } } node { id path } }
+      pageInfo { hasNextPage }
+    }
+  }
+`;
+
+export const ENTRIES_QUERY = /* GraphQL */ `
+  query BenchEntries($storeId: ID!, $folder: String!, $first: Int!) {
+    memoryStore(id: $storeId) {
+      entries(folder: $folder, first: $first) {
+        edges {
+          node {
+            __typename
+            ... on MemoryFolder { path name memoryCount totalSize updatedAt }
+            ... on Memory { id path contentSizeBytes updatedAt }
+          }
+        }
+        pageInfo { hasNextPage }
+      }
+    }
+  }
+`;
+
 export const UPDATE_MUTATION = /* GraphQL */ `
   mutation BenchUpdate($id: ID!, $content: String!, $expectedContentSha256: String!) {
     updateMemory(input: { id: $id, content: $content, expectedContentSha256: $expectedContentSha256 }) {
@@ -114,6 +140,17 @@ export const CREATE_MUTATION = /* GraphQL */ `
 `;
 
 export const DASHBOARD_SHAPE = { stores: 20, memories: 20, versions: 5 } as const;
+export const SEARCH_PAGE = 10;
+export const ENTRIES_PAGE = 20;
+
+/**
+ * S1's k-th search: two words of the seeded paths (`notes/topic-<t>/<nnn>.md`), "topic" and
+ * a memory's number, which 200 memories match (that number in every store).
+ */
+export const searchWords = (k: number) => `topic ${String(k % BENCH_SHAPE.memoriesPerStore).padStart(3, '0')}`;
+
+/** E1's k-th folder: the seeded top folder (its five topic folders) or one topic folder (its memories). */
+export const entriesFolder = (k: number) => (k % 6 === 0 ? SEEDED_PATH_PREFIX : `${SEEDED_PATH_PREFIX}topic-${k % 6 - 1}/`);
 export const PREFIX_PAGE = 100;
 
 // ---------------------------------------------------------------------------------------
@@ -246,6 +283,43 @@ function memoriesByPrefix(): Workload {
   };
 }
 
+function search(): Workload {
+  let k = 0;
+  return {
+    name: 'S1',
+    title: `searchMemories(query: "topic <nnn>", first: ${SEARCH_PAGE}): two words, 200 hits ranked, the first ${SEARCH_PAGE} with snippets`,
+    write: false,
+    startRun: () => {
+      k = 0;
+    },
+    next: (kind) => {
+      const variables = { query: searchWords(k++), first: SEARCH_PAGE };
+      return kind === 'memstore'
+        ? { path: GRAPHQL_PATH, body: gql(SEARCH_QUERY, variables), done: memstoreReadOk }
+        : { path: '/s1', body: json(variables), done: baselineOk };
+    },
+  };
+}
+
+function folderListing(): Workload {
+  let k = 0;
+  return {
+    name: 'E1',
+    title: `memoryStore(id:).entries(folder:, first: ${ENTRIES_PAGE}): a folder level (the top folder's 5 folders, or a topic folder's 10 memories), stores rotating`,
+    write: false,
+    startRun: () => {
+      k = 0;
+    },
+    next: (kind) => {
+      const n = k++;
+      const variables = { storeId: storeId(n % STORES), folder: entriesFolder(n), first: ENTRIES_PAGE };
+      return kind === 'memstore'
+        ? { path: GRAPHQL_PATH, body: gql(ENTRIES_QUERY, variables), done: memstoreReadOk }
+        : { path: '/e1', body: json(variables), done: baselineOk };
+    },
+  };
+}
+
 /** The current sha of every memory W1 updates, as last seen (kept current by the responses). */
 export class ShaTracker {
   readonly shas = new Map<string, string>();
@@ -343,5 +417,5 @@ function createMemory(): Workload {
 }
 
 export function createWorkloads(tracker: ShaTracker): Record<WorkloadName, Workload> {
-  return { Q1: dashboard(), Q2: memoryById(), R2: memoryByIdOverRest(), Q3: memoriesByPrefix(), W1: updateMemory(tracker), W2: createMemory() };
+  return { Q1: dashboard(), Q2: memoryById(), R2: memoryByIdOverRest(), Q3: memoriesByPrefix(), S1: search(), E1: folderListing(), W1: updateMemory(tracker), W2: createMemory() };
 }
