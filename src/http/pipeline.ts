@@ -5,7 +5,7 @@ import type { Viewer } from '../domain/viewer.js';
 import { createParseCache } from '../graphql/document-cache.js';
 import { maskError } from '../graphql/error-masking.js';
 import { estimateCost, parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
-import { compileRead, type CompiledRead } from '../read-compiler/compile.js';
+import { compileRead, type CompiledAnswer, type CompiledRead } from '../read-compiler/compile.js';
 import type { Logger } from '../logger.js';
 import { AnswerTags, namesTag } from './answer-tags.js';
 import { credentialsOf, Gate, unauthenticated, type Credentials } from './authentication.js';
@@ -141,6 +141,17 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
   let tags: AnswerTags | undefined;
 
+  /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
+  const runCompiled = async (request: Request, statement: (tokenSha256: string) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
+    stage(request, 'compiledRead');
+    const state = states.of(request);
+    if (!state.credentials) throw unauthenticated();
+    const answer = await statement(state.credentials.tokenSha256);
+    if (answer === null) throw unauthenticated();
+    state.viewer = answer.viewer;
+    return answer;
+  };
+
   return {
     schema,
     maxBodyBytes: options.maxBodyBytes,
@@ -228,13 +239,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     },
     async readOrIdentify(request, compiled) {
       if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
-      stage(request, 'compiledRead');
-      const state = states.of(request);
-      if (!state.credentials) throw unauthenticated();
-      const answer = await compiled.read(state.credentials.tokenSha256);
-      if (answer === null) throw unauthenticated();
-      state.viewer = answer.viewer;
-      return answer;
+      return runCompiled(request, compiled.read);
     },
     answerTag(compiled, answer, representation) {
       return (tags ??= new AnswerTags(schema)).tag(answer.mark, answer.viewer.apiKeyId, compiled.shape, representation);
@@ -242,14 +247,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     async unchangedTag(request, compiled, representation) {
       const ifNoneMatch = request.headers.get('if-none-match');
       if (ifNoneMatch === null) return null;
-      // The compiled read's stage, with a statement that stops short of the answer.
-      stage(request, 'compiledRead');
-      const state = states.of(request);
-      if (!state.credentials) throw unauthenticated();
-      const checked = await compiled.check(state.credentials.tokenSha256);
-      if (checked === null) throw unauthenticated();
-      state.viewer = checked.viewer;
-      const tag = this.answerTag(compiled, checked, representation);
+      // A statement that stops short of the answer: the key and the change mark.
+      const tag = this.answerTag(compiled, await runCompiled(request, compiled.check), representation);
       return tag !== null && namesTag(ifNoneMatch, tag) ? tag : null;
     },
     mask(request, errors) {

@@ -224,23 +224,29 @@ export function polledDashboard(tag: string): Workload {
   };
 }
 
-function memoryById(): Workload {
+/**
+ * A read whose k-th request asks memstore (a GraphQL query) and the baseline (one of its
+ * paths) the same thing, with the same variables.
+ */
+function rotatingRead(name: WorkloadName, title: string, query: string, baselinePath: string, variablesOf: (k: number) => Record<string, unknown>): Workload {
   let k = 0;
   return {
-    name: 'Q2',
-    title: 'memory(id:) with content, ids rotating over all 10,000 memories',
+    name,
+    title,
     write: false,
     startRun: () => {
       k = 0;
     },
     next: (kind) => {
-      const id = rotatingMemory(k++);
+      const variables = variablesOf(k++);
       return kind === 'memstore'
-        ? { path: GRAPHQL_PATH, body: gql(MEMORY_QUERY, { id }), done: memstoreReadOk }
-        : { path: '/q2', body: json({ id }), done: baselineOk };
+        ? { path: GRAPHQL_PATH, body: gql(query, variables), done: memstoreReadOk }
+        : { path: baselinePath, body: json(variables), done: baselineOk };
     },
   };
 }
+
+const memoryById = () => rotatingRead('Q2', 'memory(id:) with content, ids rotating over all 10,000 memories', MEMORY_QUERY, '/q2', (k) => ({ id: rotatingMemory(k) }));
 
 /** The Forward REST API's path of one memory (route 9, as the SDKs send it). */
 export const restMemoryPath = (store: string, id: string) => `/api/v1/forward/memory_stores/${encodeURIComponent(store)}/memories/${encodeURIComponent(id)}`;
@@ -265,60 +271,27 @@ function memoryByIdOverRest(): Workload {
   };
 }
 
-function memoriesByPrefix(): Workload {
-  let k = 0;
-  return {
-    name: 'Q3',
-    title: `memoryStore(id:).memories(first:${PREFIX_PAGE}, pathPrefix:"${SEEDED_PATH_PREFIX}"), stores rotating`,
-    write: false,
-    startRun: () => {
-      k = 0;
-    },
-    next: (kind) => {
-      const variables = { storeId: storeId(k++ % STORES), pathPrefix: SEEDED_PATH_PREFIX, first: PREFIX_PAGE };
-      return kind === 'memstore'
-        ? { path: GRAPHQL_PATH, body: gql(PREFIX_QUERY, variables), done: memstoreReadOk }
-        : { path: '/q3', body: json(variables), done: baselineOk };
-    },
-  };
-}
+const memoriesByPrefix = () =>
+  rotatingRead('Q3', `memoryStore(id:).memories(first:${PREFIX_PAGE}, pathPrefix:"${SEEDED_PATH_PREFIX}"), stores rotating`, PREFIX_QUERY, '/q3', (k) => ({
+    storeId: storeId(k % STORES),
+    pathPrefix: SEEDED_PATH_PREFIX,
+    first: PREFIX_PAGE,
+  }));
 
-function search(): Workload {
-  let k = 0;
-  return {
-    name: 'S1',
-    title: `searchMemories(query: "topic <nnn>", first: ${SEARCH_PAGE}): two words, 200 hits ranked, the first ${SEARCH_PAGE} with snippets`,
-    write: false,
-    startRun: () => {
-      k = 0;
-    },
-    next: (kind) => {
-      const variables = { query: searchWords(k++), first: SEARCH_PAGE };
-      return kind === 'memstore'
-        ? { path: GRAPHQL_PATH, body: gql(SEARCH_QUERY, variables), done: memstoreReadOk }
-        : { path: '/s1', body: json(variables), done: baselineOk };
-    },
-  };
-}
+const search = () =>
+  rotatingRead('S1', `searchMemories(query: "topic <nnn>", first: ${SEARCH_PAGE}): two words, 200 hits ranked, the first ${SEARCH_PAGE} with snippets`, SEARCH_QUERY, '/s1', (k) => ({
+    query: searchWords(k),
+    first: SEARCH_PAGE,
+  }));
 
-function folderListing(): Workload {
-  let k = 0;
-  return {
-    name: 'E1',
-    title: `memoryStore(id:).entries(folder:, first: ${ENTRIES_PAGE}): a folder level (the top folder's 5 folders, or a topic folder's 10 memories), stores rotating`,
-    write: false,
-    startRun: () => {
-      k = 0;
-    },
-    next: (kind) => {
-      const n = k++;
-      const variables = { storeId: storeId(n % STORES), folder: entriesFolder(n), first: ENTRIES_PAGE };
-      return kind === 'memstore'
-        ? { path: GRAPHQL_PATH, body: gql(ENTRIES_QUERY, variables), done: memstoreReadOk }
-        : { path: '/e1', body: json(variables), done: baselineOk };
-    },
-  };
-}
+const folderListing = () =>
+  rotatingRead(
+    'E1',
+    `memoryStore(id:).entries(folder:, first: ${ENTRIES_PAGE}): a folder level (the top folder's 5 folders, or a topic folder's 10 memories), stores rotating`,
+    ENTRIES_QUERY,
+    '/e1',
+    (k) => ({ storeId: storeId(k % STORES), folder: entriesFolder(k), first: ENTRIES_PAGE }),
+  );
 
 /** The current sha of every memory W1 updates, as last seen (kept current by the responses). */
 export class ShaTracker {
