@@ -3,12 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DatabaseHandle } from '../src/db/client.js';
 import { authenticate } from '../src/domain/api-keys.js';
 import { readWorkspaceChangeMark } from '../src/domain/events.js';
-import { insertMemoryLocked, lockActiveStore } from '../src/domain/memories/locked-writes.js';
-import { writerOf } from '../src/domain/viewer.js';
 import { namesTag } from '../src/http/answer-tags.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { createMemory, createStore, deleteMemory, updateMemory } from './support/builders.js';
 import { postgresUrl } from './support/database.js';
+import { holdWriteOpen } from './support/live.js';
 import { TestClient, useTestServer } from './support/server.js';
 import { createKey } from './support/workspace-fixture.js';
 
@@ -183,17 +182,7 @@ describe.skipIf(postgresUrl === undefined)('a polled answer while an older write
     const viewer = (await authenticate(server.db, client.token!))!;
 
     // A takes its transaction id first and stays open; B commits after it.
-    let commitA!: () => void;
-    const held = new Promise<void>((resolve) => (commitA = resolve));
-    let started!: () => void;
-    const taken = new Promise<void>((resolve) => (started = resolve));
-    const transactionA = other.db.transaction(async (tx) => {
-      await lockActiveStore(tx, viewer.workspaceId, storeA.id);
-      await insertMemoryLocked(tx, writerOf(viewer), storeA.id, { path: 'held.md', content: 'held', metadata: {} }, new Date());
-      started();
-      await held;
-    });
-    await taken;
+    const transactionA = await holdWriteOpen(other.db, viewer, storeA.id, 'held.md', 'held');
     await createMemory(client, storeB.id, { path: 'quick.md' });
 
     // B's event is the newest, but A may still commit one behind it: no tag can be trusted.
@@ -203,8 +192,7 @@ describe.skipIf(postgresUrl === undefined)('a polled answer while an older write
     expect(during.tag).toBeNull();
     expect(JSON.parse(during.body).data.memoryStores.edges.flatMap((edge: { node: { memories: { edges: unknown[] } } }) => edge.node.memories.edges)).toHaveLength(1);
 
-    commitA();
-    await transactionA;
+    await transactionA.commit();
     const after = await poll(client, { ifNoneMatch: before });
     expect(after.status).toBe(200);
     expect(after.tag).not.toBeNull();

@@ -4,11 +4,9 @@ import { authenticate } from '../src/domain/api-keys.js';
 import { asc, eq } from 'drizzle-orm';
 import { memoryEvents } from '../src/db/schema.js';
 import { encodeEventCursor, listWorkspaceEvents } from '../src/domain/events.js';
-import { insertMemoryLocked, lockActiveStore } from '../src/domain/memories/locked-writes.js';
-import { writerOf } from '../src/domain/viewer.js';
 import postgres from 'postgres';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
-import { createMemoryAt, createStoreNamed, eventsOf, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
+import { createMemoryAt, createStoreNamed, eventsOf, holdWriteOpen, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -42,17 +40,7 @@ describe.skipIf(postgresUrl === undefined)('two writes committing out of the ord
     const viewer = (await authenticate(server.db, client.token!))!;
 
     // A: locks its store, writes its memory and event (taking the earlier position), and stays open.
-    let commitA!: () => void;
-    const held = new Promise<void>((resolve) => (commitA = resolve));
-    let positionTaken!: () => void;
-    const taken = new Promise<void>((resolve) => (positionTaken = resolve));
-    const transactionA = other.db.transaction(async (tx) => {
-      await lockActiveStore(tx, viewer.workspaceId, storeA);
-      await insertMemoryLocked(tx, writerOf(viewer), storeA, { path: 'held.md', content: 'first position, last commit', metadata: {} }, new Date());
-      positionTaken();
-      await held;
-    });
-    await taken;
+    const transactionA = await holdWriteOpen(other.db, viewer, storeA, 'held.md', 'first position, last commit');
 
     // B: a later position, committed first, through the API.
     const quick = await createMemoryAt(client, storeB, 'quick.md', 'second position, first commit');
@@ -65,8 +53,7 @@ describe.skipIf(postgresUrl === undefined)('two writes committing out of the ord
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(stream.results).toEqual([]);
 
-    commitA();
-    await transactionA;
+    await transactionA.commit();
     const events = eventsOf(await stream.waitFor(2));
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(eventsOf(stream.results).map((event) => [event.kind, event.memoryStoreId, event.memory?.path])).toEqual([

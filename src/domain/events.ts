@@ -141,12 +141,13 @@ const EVENT_COLUMNS = sql.raw(
  * before. Ids compare on their low 32 bits (pg_stat_activity shows `xid`, the snapshot
  * `xid8`): ids running at once are less than 2^31 apart.
  */
-const EVENT_HORIZON = sql.raw(`coalesce(
+const EVENT_HORIZON_TEXT = `coalesce(
       (select min(running) from pg_snapshot_xip(pg_current_snapshot()) running
         where not exists (select 1 from pg_stat_activity other
           where other.backend_xid is not null and other.datname is distinct from current_database()
             and other.backend_xid::text = (running::text::numeric % 4294967296)::text)),
-      pg_snapshot_xmax(pg_current_snapshot()))`);
+      pg_snapshot_xmax(pg_current_snapshot()))`;
+const EVENT_HORIZON = sql.raw(EVENT_HORIZON_TEXT);
 
 /**
  * A workspace's change mark, for conditional reads (an answer's ETag): as of the statement's
@@ -156,14 +157,14 @@ const EVENT_HORIZON = sql.raw(`coalesce(
  * those tables hold for the workspace changed in between.
  *
  * Why "settled" is enough. The mark is settled when the newest event's xid is below the
- * snapshot's xmin (`pg_snapshot_xmin`: the oldest transaction then running, in any database,
- * or the next xid when none ran). Every transaction below xmin had ended, so any change that
- * commits later belongs to a transaction at or above xmin, and its event's position is above
- * the mark: the newest event, and so the mark, differ next time. Before that (the newest
- * event above a transaction still running, which may yet commit an event behind it) no mark
- * is given. The retention sweep deletes only the oldest events: a mark it changes was equal
- * data read twice, never the reverse. The snapshot's xmin, unlike EVENT_HORIZON, also waits
- * for transactions of other databases: that can only withhold a mark, never give a wrong one.
+ * statement's horizon (EVENT_HORIZON: the oldest transaction of this database then running,
+ * or the next xid when none ran; the snapshot's xmin, which may wait for other databases
+ * too, is tried first because it costs nothing). Every transaction below the horizon had
+ * ended, so any change that commits later belongs to a transaction at or above it, and its
+ * event's position is above the mark: the newest event, and so the mark, differ next time.
+ * Before that (the newest event above a transaction still running, which may yet commit an
+ * event behind it) no mark is given. The retention sweep deletes only the oldest events: a
+ * mark it changes was equal data read twice, never the reverse.
  */
 export const CHANGE_MARK_EMPTY = 'empty';
 export const CHANGE_MARK_UNSETTLED = 'unsettled';
@@ -173,8 +174,10 @@ export const CHANGE_MARK_UNSETTLED = 'unsettled';
  * the statement it goes into (a column such as `api_key."workspace_id"`), never a value.
  */
 export function workspaceChangeMarkSql(workspaceId: string): string {
-  return `coalesce((select case when e.xid < pg_snapshot_xmin(pg_current_snapshot()) then e.xid::text || '.' || e.id::text
-        else '${CHANGE_MARK_UNSETTLED}' end
+  const mark = `e.xid::text || '.' || e.id::text`;
+  // The snapshot's xmin first: it costs nothing, and mostly settles the mark already.
+  return `coalesce((select case when e.xid < pg_snapshot_xmin(pg_current_snapshot()) then ${mark}
+        when e.xid < ${EVENT_HORIZON_TEXT} then ${mark} else '${CHANGE_MARK_UNSETTLED}' end
       from "${getTableName(memoryEvents)}" e where e.workspace_id = ${workspaceId} order by e.xid desc, e.id desc limit 1), '${CHANGE_MARK_EMPTY}')`;
 }
 

@@ -4,6 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { App } from '../../src/app.js';
+import type { Database } from '../../src/db/client.js';
+import { insertMemoryLocked, lockActiveStore } from '../../src/domain/memories/locked-writes.js';
+import { writerOf, type Viewer } from '../../src/domain/viewer.js';
 import { attachWebSocket, type WebSocketTransport } from '../../src/http/websocket.js';
 import { silentLogger } from '../../src/logger.js';
 
@@ -209,4 +212,30 @@ export function useListening(app: () => App): () => Awaited<ReturnType<typeof li
     await http?.close();
   });
   return () => http!;
+}
+
+/**
+ * A write left open on purpose (PostgreSQL): on `db`, a transaction that locks the store,
+ * writes a memory at `path` with its event (taking its transaction id and event position
+ * now) and waits. Resolves once it has written; `commit()` lets it finish and resolves when
+ * it has committed.
+ */
+export async function holdWriteOpen(db: Database, viewer: Viewer, memoryStoreId: string, path: string, content: string): Promise<{ commit(): Promise<void> }> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let written!: () => void;
+  const taken = new Promise<void>((resolve) => (written = resolve));
+  const transaction = db.transaction(async (tx) => {
+    await lockActiveStore(tx, viewer.workspaceId, memoryStoreId);
+    await insertMemoryLocked(tx, writerOf(viewer), memoryStoreId, { path, content, metadata: {} }, new Date());
+    written();
+    await held;
+  });
+  await Promise.race([taken, transaction]);
+  return {
+    commit: async () => {
+      release();
+      await transaction;
+    },
+  };
 }
