@@ -163,8 +163,9 @@ const EVENT_HORIZON = sql.raw(EVENT_HORIZON_TEXT);
  * ended, so any change that commits later belongs to a transaction at or above it, and its
  * event's position is above the mark: the newest event, and so the mark, differ next time.
  * Before that (the newest event above a transaction still running, which may yet commit an
- * event behind it) no mark is given. The retention sweep deletes only the oldest events: a
- * mark it changes was equal data read twice, never the reverse.
+ * event behind it) no mark is given. Positions only grow: events are never updated, and the
+ * retention sweep (deleteExpiredEvents) keeps each workspace's newest event, however old,
+ * so the mark never returns to an earlier value.
  */
 export const CHANGE_MARK_EMPTY = 'empty';
 export const CHANGE_MARK_UNSETTLED = 'unsettled';
@@ -221,10 +222,17 @@ export async function readWorkspaceEventsAfter(
   return rowsOf(result).map(eventOf);
 }
 
-/** Deletes up to `limit` events older than `before`; resolves with how many it deleted (the sweep repeats while it is `limit`). */
+/**
+ * Deletes up to `limit` events older than `before`, but never a workspace's newest event (by
+ * position): that one is the workspace's change mark, which must never go back to an older
+ * value or to `empty` (a polled answer's tag would match again after a change). Resolves
+ * with how many it deleted (the sweep repeats while it is `limit`).
+ */
 export async function deleteExpiredEvents(db: Database, before: Date, limit: number): Promise<number> {
   const result = await db.execute(sql`delete from memory_events where (workspace_id, id) in (
-    select workspace_id, id from memory_events where occurred_at < ${before.toISOString()}::timestamptz limit ${limit}) returning 1`);
+    select e.workspace_id, e.id from memory_events e where e.occurred_at < ${before.toISOString()}::timestamptz
+      and exists (select 1 from memory_events newer where newer.workspace_id = e.workspace_id and (newer.xid, newer.id) > (e.xid, e.id))
+    limit ${limit}) returning 1`);
   return rowsOf(result).length;
 }
 

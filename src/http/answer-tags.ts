@@ -20,19 +20,19 @@ export class AnswerTags {
   }
 
   /** The weak tag `W/"…"` of an answer, or null when it has none (no mark, or an unsettled one). */
-  tag(mark: string | null, apiKeyId: string, shape: string, representation: string): string | null {
+  tag(mark: string | null, key: { workspaceId: string; apiKeyId: string }, shape: string, representation: string): string | null {
     if (mark === null || mark === CHANGE_MARK_UNSETTLED) return null;
-    const digest = createHash('sha256').update(JSON.stringify([this.server, representation, apiKeyId, shape, mark])).digest('base64url');
+    const digest = createHash('sha256').update(JSON.stringify([this.server, representation, key.workspaceId, key.apiKeyId, shape, mark])).digest('base64url');
     return `W/"${digest}"`;
   }
 }
 
 /**
  * Whether an `If-None-Match` value names this tag: a comma-separated list of entity tags,
- * compared weakly (RFC 9110 §13.1.2: `W/"x"` and `"x"` are the same tag), or `*`.
+ * compared weakly (RFC 9110 §13.1.2: `W/"x"` and `"x"` are the same tag). `*` names none:
+ * it asks whether any answer exists, which a query over POST does not ask.
  */
 export function namesTag(ifNoneMatch: string, tag: string): boolean {
-  if (ifNoneMatch.trim() === '*') return true;
   const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
   // Opaque tags are quoted and may hold commas: read them one by one, not by splitting.
   for (const [, listed] of ifNoneMatch.matchAll(ENTITY_TAG)) if (listed === opaque) return true;

@@ -242,7 +242,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return runCompiled(request, compiled.read);
     },
     answerTag(compiled, answer, representation) {
-      return (tags ??= new AnswerTags(schema)).tag(answer.mark, answer.viewer.apiKeyId, compiled.shape, representation);
+      return (tags ??= new AnswerTags(schema)).tag(answer.mark, answer.viewer, compiled.shape, representation);
     },
     async unchangedTag(request, compiled, representation) {
       const ifNoneMatch = request.headers.get('if-none-match');

@@ -3,8 +3,8 @@ import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { kindsAllowedToTakeAll } from '../domain/access.js';
 import { KEY_LOOKUP, viewerOf } from '../domain/api-keys.js';
 import { MAX_PREPARED_STATEMENT_TEXTS, MAX_RESPONSE_BYTES } from '../domain/limits.js';
-import type { Viewer } from '../domain/viewer.js';
-import { planRead } from './plan.js';
+import type { ApiKeyKind, Viewer } from '../domain/viewer.js';
+import { planRead, type ReadPlan } from './plan.js';
 import { checkStatementOf, statementOf, TOKEN_PLACEHOLDER } from './sql.js';
 
 /**
@@ -51,6 +51,15 @@ const decoder = new TextDecoder();
 const decode = (bytes: Uint8Array | null | undefined) => (bytes == null ? null : decoder.decode(bytes));
 const LOOKUP_COLUMNS = Object.keys(KEY_LOOKUP.columns) as (keyof typeof KEY_LOOKUP.columns)[];
 
+/**
+ * The kinds of key a plan's statement answers (the others are left to the resolvers), and
+ * those it gives the workspace's change mark: a mark tells when the workspace last changed,
+ * so only keys that may also watch its changes (its live updates) get one.
+ */
+export function keyKindsOf(plan: ReadPlan): { allowed: ApiKeyKind[]; marked: ApiKeyKind[] } {
+  return { allowed: kindsAllowedToTakeAll(plan.actions), marked: kindsAllowedToTakeAll([...plan.actions, { type: 'memoryEvents.subscribe' }]) };
+}
+
 /** The statement that answers this query with its own authentication, or null when the resolvers must. */
 export function compileRead(
   schema: GraphQLSchema,
@@ -66,8 +75,8 @@ export function compileRead(
   const plan = planRead(document, operation, coerced.coerced);
   // An answer that could pass the budget is built by the resolvers, which spend it as they go.
   if (!plan || plan.worstBytes > MAX_RESPONSE_BYTES) return null;
-  const allowed = kindsAllowedToTakeAll(plan.actions);
-  const { text, params } = statementOf(plan, allowed).toQuery();
+  const { allowed, marked } = keyKindsOf(plan);
+  const { text, params } = statementOf(plan, allowed, marked).toQuery();
   const tokenIndex = params.indexOf(TOKEN_PLACEHOLDER);
   let check: ((tokenSha256: string) => Promise<CompiledAnswer | null>) | null = null;
   return {
@@ -75,12 +84,13 @@ export function compileRead(
     check: (tokenSha256) => {
       // Built on first use: most requests are not conditional.
       if (!check) {
-        const statement = checkStatementOf(plan, allowed).toQuery();
+        const statement = checkStatementOf(plan, allowed, marked).toQuery();
         check = runner(statement.text, statement.params, statement.params.indexOf(TOKEN_PLACEHOLDER), run, runRaw);
       }
       return check(tokenSha256);
     },
     get shape() {
+      // Asked for once per answer at most (its tag).
       return JSON.stringify([text, params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value))]);
     },
   };

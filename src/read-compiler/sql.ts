@@ -153,7 +153,7 @@ class StatementWriter {
     ) ${sql.raw(page)})`;
   }
 
-  root(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], answer: boolean): SQL {
+  root(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[], answer: boolean): SQL {
     const parts = plan.fields.map((field) => {
       let value: SQL;
       if (field.kind === 'typename') value = literalName('Query');
@@ -171,27 +171,29 @@ class StatementWriter {
     const key = sql.raw(KEY);
     const selected = Object.values(KEY_LOOKUP.columns).map((target) => `"${target.name}"`);
     const kindColumn = `${KEY}."${KEY_LOOKUP.columns.kind.name}"`;
-    const allowed = allowedKinds.length === 0 ? sql`false` : sql.raw(`${kindColumn} in (${allowedKinds.map((kind) => `'${kind}'`).join(', ')})`);
+    const kindIn = (kinds: readonly ApiKeyKind[]) => (kinds.length === 0 ? sql`false` : sql.raw(`${kindColumn} in (${kinds.map((kind) => `'${kind}'`).join(', ')})`));
+    const allowed = kindIn(allowedKinds);
     return sql`with ${key} as (
         select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
         where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)
       select ${sql.raw(selected.map((name) => `${KEY}.${name}`).join(', '))},
         ${answer ? sql`case when ${allowed} then json_build_object(${sql.join(parts, sql`, `)})::text end` : sql`null::text`} as data,
-        case when ${allowed} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end as mark
+        case when ${kindIn(markKinds)} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end as mark
       from ${key}`;
   }
 }
 
 /**
  * The statement of a plan, for keys of the allowed kinds: the key's columns, the answer's
- * JSON as `data` and the workspace's change mark (domain/events.ts) as `mark`, both from the
- * statement's one snapshot, and both null for a key of another kind.
+ * JSON as `data` (null for a key of another kind) and, for keys of the mark kinds, the
+ * workspace's change mark (domain/events.ts) as `mark`, both from the statement's one
+ * snapshot.
  */
-export function statementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[]): SQL {
-  return new StatementWriter().root(plan, allowedKinds, true);
+export function statementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
+  return new StatementWriter().root(plan, allowedKinds, markKinds, true);
 }
 
 /** The same statement without the answer: the key and the change mark only, for a conditional request. */
-export function checkStatementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[]): SQL {
-  return new StatementWriter().root(plan, allowedKinds, false);
+export function checkStatementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
+  return new StatementWriter().root(plan, allowedKinds, markKinds, false);
 }
