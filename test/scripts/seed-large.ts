@@ -8,10 +8,7 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/client.js';
 
-export const LARGE_WORKSPACE = 'large';
-export const LARGE_SHAPE = { stores: 100, memoriesPerStore: 1000, versionsPerMemory: 5 } as const;
-/** Empty stores besides those, so that the store list is long enough for its index to matter. */
-export const EXTRA_EMPTY_STORES = 1900;
+import { EXTRA_EMPTY_STORES, LARGE_SHAPE, LARGE_WORKSPACE } from './seed-large-shape.js';
 
 const config = loadConfig();
 if (!config.databaseUrl) {
