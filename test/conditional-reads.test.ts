@@ -184,6 +184,29 @@ describe('a polled answer', () => {
     expect((await poll(client, { query: '{ __typename }', variables: {} })).tag).not.toBeNull();
   });
 
+  it('is answered for its own variables when the same query came before with others (compiled reads are kept by operation and variables)', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const first = await createMemory(client, store.id, { path: 'one.md', content: 'one' });
+    const second = await createMemory(client, store.id, { path: 'two.md', content: 'two' });
+    const query = 'query ($id: ID!) { memory(id: $id) { path content } }';
+    const answers: string[] = [];
+    for (const id of [first.id, second.id, first.id, second.id]) answers.push(JSON.parse((await poll(client, { query, variables: { id } })).body).data.memory.content);
+    expect(answers).toEqual(['one', 'two', 'one', 'two']);
+    await updateMemory(client, { id: first.id, content: 'one, again' });
+    expect(JSON.parse((await poll(client, { query, variables: { id: first.id } })).body).data.memory.content).toBe('one, again');
+
+    // A variable given as null is not one left out (whose default applies), nor is one not declared a difference.
+    await createStore(client);
+    await createStore(client);
+    const paged = 'query ($first: Int = 2) { cacheKeyed: memoryStores(first: $first) { edges { node { id } } } }';
+    const count = async (variables: Record<string, unknown>) => JSON.parse((await poll(client, { query: paged, variables })).body).data.cacheKeyed.edges.length;
+    expect(await count({ first: null })).toBe(3);
+    expect(await count({})).toBe(2);
+    expect(await count({ other: 'ignored' })).toBe(2);
+    expect(await count({ first: 1 })).toBe(1);
+  });
+
   it('is never answered 304 for If-None-Match: *, which asks whether any answer exists', async () => {
     const client = await server.newWorkspace();
     await createStore(client);

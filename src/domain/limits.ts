@@ -126,6 +126,15 @@ export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** The memory the cache of parsed query documents may hold (texts and their syntax trees), per process. */
 export const MAX_DOCUMENT_CACHE_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The memory the cache of compiled reads may hold (their statements, by operation and
+ * variables), per process: a dashboard that sends the same query again, a poll above all,
+ * is neither planned nor written again. Variables of more than MAX_CACHED_VARIABLES_BYTES
+ * (as JSON) are not a key worth keeping: such reads compile each time.
+ */
+export const MAX_COMPILED_READ_CACHE_BYTES = 8 * 1024 * 1024;
+export const MAX_CACHED_VARIABLES_BYTES = 4096;
+
 /** Default time one request may run before it is ended with REQUEST_TIMEOUT (MEMSTORE_REQUEST_TIMEOUT_MS). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 

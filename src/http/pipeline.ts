@@ -2,7 +2,8 @@ import { GraphQLError, type DocumentNode, type ExecutionResult, type GraphQLSche
 import type { Context, ContextFactory } from '../context.js';
 import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
 import type { Viewer } from '../domain/viewer.js';
-import { createParseCache } from '../graphql/document-cache.js';
+import { ByteBoundedCache, createParseCache } from '../graphql/document-cache.js';
+import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import { estimateCost, parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
 import { compileRead, type CompiledAnswer, type CompiledRead } from '../read-compiler/compile.js';
@@ -140,6 +141,12 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   const documents = createParseCache();
   const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
   let tags: AnswerTags | undefined;
+  // Compiled reads (or null: the resolvers answer) by operation and variables. A compiled
+  // read holds only its statements, so requests share it; documents are immutable and
+  // shared through the parse cache, so an operation node stands for its text.
+  const compiledReads = new ByteBoundedCache<CompiledRead | null>(MAX_COMPILED_READ_CACHE_BYTES, (key, compiled) => 2 * key.length + (compiled?.bytes ?? 0) + 256);
+  // The cost estimates of operations within the limits, by the same keys.
+  const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 8, (key) => 2 * key.length + 128);
 
   /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
   const runCompiled = async (request: Request, statement: (tokenSha256: string) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
@@ -208,8 +215,16 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       state.operationName = operation.name?.value ?? null;
       state.operationType = operation.operation;
       telemetry?.operation(state);
+      const key = compiledReadKey(operation, variables);
+      const known = key === null ? undefined : estimates.get(key);
+      if (known) {
+        state.cost = known;
+        return null;
+      }
       const { cost, errors } = estimateCost(schema, document, operation, variables, introspection);
       if (cost) state.cost = cost;
+      // Only estimates without errors are kept: errors belong to their request (they are masked and logged there).
+      if (cost && !errors && key !== null) estimates.set(key, Object.freeze(cost));
       return errors;
     },
     deadline(request) {
@@ -235,7 +250,12 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return inSnapshot ? contexts.inSnapshot(context, work) : work(context);
     },
     compile(document, operation, variables) {
-      return options.run ? compileRead(schema, document, operation, variables, options.run, options.runRaw) : null;
+      if (!options.run || operation.operation !== 'query') return null;
+      const key = compiledReadKey(operation, variables);
+      if (key === null) return compileRead(schema, document, operation, variables, options.run, options.runRaw);
+      let compiled = compiledReads.get(key);
+      if (compiled === undefined) compiledReads.set(key, (compiled = compileRead(schema, document, operation, variables, options.run, options.runRaw)));
+      return compiled;
     },
     async readOrIdentify(request, compiled) {
       if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
@@ -271,6 +291,32 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       telemetry?.depart(request, response, state);
     },
   };
+}
+
+/** Each operation node a number of its own, for the cache keys of its compiled reads. */
+const operationNumbers = new WeakMap<OperationDefinitionNode, number>();
+let nextOperationNumber = 0;
+
+/** The cache key of an operation with these variables (compiled reads, cost estimates), or null when the variables are too large to be a key. */
+function compiledReadKey(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
+  // Only the declared variables count (the others are ignored); values nested too deep to
+  // write out (a body may hold thousands of levels) or too long are no key.
+  // An absent variable (its default applies) and a null one differ: absent ones are left out.
+  const declared: Record<string, unknown> = {};
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    if (variables !== undefined && Object.hasOwn(variables, name)) declared[name] = variables[name];
+  }
+  let text: string;
+  try {
+    text = JSON.stringify(declared);
+  } catch {
+    return null;
+  }
+  if (text.length > MAX_CACHED_VARIABLES_BYTES) return null;
+  let number = operationNumbers.get(operation);
+  if (number === undefined) operationNumbers.set(operation, (number = (nextOperationNumber += 1)));
+  return `${number} ${text}`;
 }
 
 const decoder = new TextDecoder();

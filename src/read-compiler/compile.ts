@@ -31,6 +31,8 @@ export interface CompiledRead {
   check(tokenSha256: string): Promise<CompiledAnswer | null>;
   /** Everything the answer depends on besides the data and the key: the statement's text and its other parameters. */
   readonly shape: string;
+  /** About the memory it holds, in bytes. */
+  readonly bytes: number;
 }
 
 /**
@@ -79,6 +81,7 @@ export function compileRead(
   const { text, params } = statementOf(plan, allowed, marked).toQuery();
   const tokenIndex = params.indexOf(TOKEN_PLACEHOLDER);
   let check: ((tokenSha256: string) => Promise<CompiledAnswer | null>) | null = null;
+  let shape: string | null = null;
   return {
     read: runner(text, params, tokenIndex, run, runRaw),
     check: (tokenSha256) => {
@@ -90,9 +93,10 @@ export function compileRead(
       return check(tokenSha256);
     },
     get shape() {
-      // Asked for once per answer at most (its tag).
-      return JSON.stringify([text, params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value))]);
+      return (shape ??= JSON.stringify([text, params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value))]));
     },
+    // The text, and once asked for, its shape and the check statement's text.
+    bytes: 6 * text.length + 64 * params.length,
   };
 }
 
