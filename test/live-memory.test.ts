@@ -46,6 +46,12 @@ describe.skipIf(process.platform !== 'linux')('server memory with many streams',
       MEMSTORE_RATE_LIMIT_PER_SECOND: '0',
       MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY: '1000',
       NODE_ENV: 'production',
+      // What is measured is memory held, not garbage V8 has not collected yet: each 100 KB
+      // event leaves its strings behind (large objects, freed only by a full collection),
+      // and with the default heap limit a full collection may come late or early, which
+      // moved the figures below by ±40 MB between runs. A heap of 256 MB (the server lives
+      // in about 100) makes V8 collect them as it goes; memory truly held still counts.
+      NODE_OPTIONS: '--max-old-space-size=256',
     });
     url = await server.ready.catch(async () => {
       throw new Error(server.stderr());
@@ -57,7 +63,7 @@ describe.skipIf(process.platform !== 'linux')('server memory with many streams',
     await drop?.();
   });
 
-  it('stays within 50 MB of its warmed-up RSS with 500 idle streams, and a stalled stream adds less than 50 MB over the same writes without it', async () => {
+  it('stays within 50 MB of its warmed-up RSS with 500 idle streams, and a stalled stream adds less than 25 MB over the same writes without it (it holds at most STREAM_BUFFER_BYTES)', async () => {
     const store = (await post('mutation { createMemoryStore(input: { name: "rss" }) { ... on CreateMemoryStoreSuccess { memoryStore { id } } } }')).data.createMemoryStore.memoryStore.id;
     const write = (path: string, content: string) =>
       post('mutation($s: ID!, $p: String!, $c: String!) { createMemory(input: { memoryStoreId: $s, path: $p, content: $c }) { __typename } }', { s: store, p: path, c: content });
@@ -112,6 +118,7 @@ describe.skipIf(process.platform !== 'linux')('server memory with many streams',
         `peak ${(control / MB).toFixed(1)} MB over 300 writes of 100 KB with no stream; peak ${(peak / MB).toFixed(1)} MB over 300 more with one stalled stream (+${((peak - control) / MB).toFixed(1)} MB over the control)`,
     );
     expect(withIdle - start).toBeLessThan(50 * MB);
-    if (databaseUrl) expect(peak - control).toBeLessThan(50 * MB);
+    // 4 MiB of buffer and the socket's bytes; all 300 events of 100 KB held would be 30 MB.
+    if (databaseUrl) expect(peak - control).toBeLessThan(25 * MB);
   }, 120_000);
 });

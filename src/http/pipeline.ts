@@ -215,7 +215,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       state.operationName = operation.name?.value ?? null;
       state.operationType = operation.operation;
       telemetry?.operation(state);
-      const key = compiledReadKey(operation, variables);
+      // Queries only: a mutation's variables (contents, above all) rarely come twice.
+      const key = operation.operation === 'query' ? compiledReadKey(operation, variables) : null;
       const known = key === null ? undefined : estimates.get(key);
       if (known) {
         state.cost = known;
