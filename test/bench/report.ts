@@ -182,7 +182,7 @@ export function renderMarkdown(results: Results): string {
       '## Q1 polled while nothing changes',
       '',
       "memstore only: the dashboard's request naming its answer's ETag in If-None-Match, each answered `304 Not Modified` after one statement " +
-        "(the key and the workspace's change mark), measured as the other workloads, right after them. Not part of the ratios above, which stay without conditional requests.",
+        "(the key and the workspace's change mark), measured as the other workloads, right after Q1. Not part of the ratios above, which stay without conditional requests.",
       '',
       '| req/s | × Q1 memstore | p50 ms | p99 ms | server CPU ms/req | DB CPU ms/req | max RSS MB | failed |',
       '|--:|--:|--:|--:|--:|--:|--:|--:|',
