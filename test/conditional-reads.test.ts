@@ -1,6 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type DatabaseHandle } from '../src/db/client.js';
+import { describe, expect, it } from 'vitest';
 import { authenticate } from '../src/domain/api-keys.js';
 import { eventHubOf } from '../src/app.js';
 import { listWorkspaceEvents, readWorkspaceChangeMark } from '../src/domain/events.js';
@@ -8,7 +7,7 @@ import { namesTag } from '../src/http/answer-tags.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { createMemory, createStore, deleteMemory, newPair, startSession, updateMemory } from './support/builders.js';
 import { postgresUrl } from './support/database.js';
-import { holdWriteOpen } from './support/live.js';
+import { holdWriteOpen, useSecondPool } from './support/live.js';
 import { TestClient, useTestServer } from './support/server.js';
 import { createKey } from './support/workspace-fixture.js';
 
@@ -241,13 +240,7 @@ describe('a polled answer', () => {
 });
 
 describe.skipIf(postgresUrl === undefined)('a polled answer while an older write is still open', () => {
-  let other: DatabaseHandle;
-  beforeAll(async () => {
-    other = await createDb({ databaseUrl: server.database.url, dataDir: 'memory://', poolSize: 2 });
-  });
-  afterAll(async () => {
-    await other?.close();
-  });
+  const other = useSecondPool(server);
 
   it('has no tag while a newer write committed ahead of it, and a new tag once it commits', async () => {
     const client = await server.newWorkspace();
@@ -257,7 +250,7 @@ describe.skipIf(postgresUrl === undefined)('a polled answer while an older write
     const viewer = (await authenticate(server.db, client.token!))!;
 
     // A takes its transaction id first and stays open; B commits after it.
-    const transactionA = await holdWriteOpen(other.db, viewer, storeA.id, 'held.md', 'held');
+    const transactionA = await holdWriteOpen(other().db, viewer, storeA.id, 'held.md', 'held');
     await createMemory(client, storeB.id, { path: 'quick.md' });
 
     // B's event is the newest, but A may still commit one behind it: no tag can be trusted.

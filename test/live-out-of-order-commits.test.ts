@@ -1,12 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type DatabaseHandle } from '../src/db/client.js';
+import { describe, expect, it } from 'vitest';
 import { authenticate } from '../src/domain/api-keys.js';
 import { asc, eq } from 'drizzle-orm';
 import { memoryEvents } from '../src/db/schema.js';
 import { encodeEventCursor, listWorkspaceEvents } from '../src/domain/events.js';
 import postgres from 'postgres';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
-import { createMemoryAt, createStoreNamed, eventsOf, holdWriteOpen, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
+import { createMemoryAt, createStoreNamed, eventsOf, holdWriteOpen, subscribeSse, SUBSCRIBE_EVENTS, useSecondPool } from './support/live.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -23,14 +22,7 @@ function committedRows(workspaceId: string) {
 }
 
 describe.skipIf(postgresUrl === undefined)('two writes committing out of the order of their event positions', () => {
-  let other: DatabaseHandle;
-  beforeAll(async () => {
-    // A second connection pool on the same database, to hold a transaction open by hand.
-    other = await createDb({ databaseUrl: server.database.url, dataDir: 'memory://', poolSize: 2 });
-  });
-  afterAll(async () => {
-    await other?.close();
-  });
+  const other = useSecondPool(server);
 
   it('are both delivered, once each, the held one first, and the later one only once the held one has committed', async () => {
     const client = await server.newWorkspace();
@@ -40,7 +32,7 @@ describe.skipIf(postgresUrl === undefined)('two writes committing out of the ord
     const viewer = (await authenticate(server.db, client.token!))!;
 
     // A: locks its store, writes its memory and event (taking the earlier position), and stays open.
-    const transactionA = await holdWriteOpen(other.db, viewer, storeA, 'held.md', 'first position, last commit');
+    const transactionA = await holdWriteOpen(other().db, viewer, storeA, 'held.md', 'first position, last commit');
 
     // B: a later position, committed first, through the API.
     const quick = await createMemoryAt(client, storeB, 'quick.md', 'second position, first commit');

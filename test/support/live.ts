@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { App } from '../../src/app.js';
-import type { Database } from '../../src/db/client.js';
+import { createDb, type Database, type DatabaseHandle } from '../../src/db/client.js';
 import { insertMemoryLocked, lockActiveStore } from '../../src/domain/memories/locked-writes.js';
 import { writerOf, type Viewer } from '../../src/domain/viewer.js';
 import { attachWebSocket, type WebSocketTransport } from '../../src/http/websocket.js';
@@ -212,6 +212,21 @@ export function useListening(app: () => App): () => Awaited<ReturnType<typeof li
     await http?.close();
   });
   return () => http!;
+}
+
+/**
+ * A second connection pool on the test server's PostgreSQL database, for the file's tests
+ * (opened before them, closed after): to hold a transaction open by hand.
+ */
+export function useSecondPool(server: { database: { url: string | undefined } }): () => DatabaseHandle {
+  let pool: DatabaseHandle | undefined;
+  beforeAll(async () => {
+    pool = await createDb({ databaseUrl: server.database.url, dataDir: 'memory://', poolSize: 2 });
+  });
+  afterAll(async () => {
+    await pool?.close();
+  });
+  return () => pool!;
 }
 
 /**
