@@ -65,6 +65,57 @@ describe('the lean path for plain JSON operations', () => {
     }
   });
 
+  it('answers every kind of GET as the full Yoga pipeline does, and only its compiled query answers add an ETag, which a conditional GET revalidates', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const get = async (options: Omit<AppOptions, 'database'>, token: string | null, search: Record<string, string>, headers: Record<string, string> = {}) => {
+      const app = createApp({ ...options, database: server.database.handle });
+      const response = await app.fetch(`http://memstore.test/graphql?${new URLSearchParams(search)}`, {
+        headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), 'x-request-id': 'same-id', ...headers },
+      });
+      const text = await response.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // A page or an empty body: compared as text.
+      }
+      const kept = [...response.headers].map(([name, value]) => [name.toLowerCase(), value] as const).filter(([name]) => !['date', 'content-length'].includes(name));
+      return { status: response.status, headers: Object.fromEntries(kept) as Record<string, string>, body };
+    };
+    const cases: { name: string; search: Record<string, string>; token?: string | null; headers?: Record<string, string>; tagged?: boolean }[] = [
+      { name: 'a query', search: { query: '{ memoryStores(first: 5) { totalCount edges { node { id name } } } }' }, tagged: true },
+      { name: 'a query with variables', search: { query: 'query ($id: ID!) { memoryStore(id: $id) { id name } }', variables: JSON.stringify({ id: store.id }) }, tagged: true },
+      { name: 'a named operation of several', search: { query: 'query A { __typename } query B { memoryStores { totalCount } }', operationName: 'B' }, tagged: true },
+      { name: 'a read only the resolvers answer', search: { query: `{ memoryStore(id: "${store.id}") { name bindingInfo { identityTemplateCount } } }` } },
+      { name: 'a mutation', search: { query: 'mutation { updateMemoryStore(input: { id: "memstore_missing", name: "x" }) { __typename } }' } },
+      { name: 'a subscription', search: { query: 'subscription { __typename }' } },
+      { name: 'variables that are not JSON', search: { query: 'query ($first: Int) { memoryStores(first: $first) { totalCount } }', variables: '{first' } },
+      { name: 'variables of the wrong type', search: { query: 'query ($first: Int) { memoryStores(first: $first) { totalCount } }', variables: JSON.stringify({ first: 'many' }) } },
+      { name: 'a parameter nobody knows', search: { query: '{ __typename }', other: '1' } },
+      { name: 'a validation error', search: { query: '{ memoryStorez }' } },
+      { name: 'a syntax error', search: { query: '{ memoryStores(' } },
+      { name: 'no query', search: {} },
+      { name: 'no credentials', token: null, search: { query: '{ __typename }' } },
+      { name: 'application/json first in Accept', search: { query: '{ memoryStores { totalCount } }' }, headers: { accept: 'application/json, application/graphql-response+json' }, tagged: true },
+    ];
+    for (const exchange of cases) {
+      const token = exchange.token === undefined ? client.token : exchange.token;
+      const lean = await get({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange.search, exchange.headers);
+      const yoga = await get({ config: { nodeEnv: 'test', graphiql: false }, leanPath: false }, token, exchange.search, exchange.headers);
+      expect(yoga.headers.etag, exchange.name).toBeUndefined();
+      const { etag: tag, ...headers } = lean.headers;
+      expect(tag !== undefined, exchange.name).toBe(exchange.tagged === true);
+      expect({ ...lean, headers }, exchange.name).toEqual(yoga);
+      if (tag) {
+        // The client's cache revalidates: the same GET naming the tag is an empty 304.
+        const revalidated = await get({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange.search, { ...exchange.headers, 'if-none-match': tag });
+        expect(revalidated.status, exchange.name).toBe(304);
+        expect(revalidated.body, exchange.name).toBe('');
+      }
+    }
+  });
+
   it('answers a rate-limited request and a request past its time limit as Yoga does', async () => {
     const client = await server.newWorkspace();
     const exchange = { body: JSON.stringify({ query: '{ memoryStores { totalCount } }' }) };

@@ -23,6 +23,8 @@ interface Exchange {
   headers?: Record<string, string>;
   /** Sent this many times; the last answer and stages count (a rate limit refuses the second). */
   times?: number;
+  /** Sent as a GET, the body's members as its parameters (variables as JSON). */
+  get?: boolean;
 }
 
 type Arm = 'yoga' | 'lean' | 'compiled' | 'yogaCompiled';
@@ -56,11 +58,17 @@ async function follow(arm: Arm, exchange: Exchange, token: string) {
   for (let time = 0; time < (exchange.times ?? 1); time += 1) {
     const id = `pipeline-${(requestNumber += 1)}`;
     const given = exchange.token === undefined ? token : exchange.token;
-    const response = await app.fetch('http://memstore.test/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-request-id': id, ...(given === null ? {} : { authorization: `Bearer ${given}` }), ...exchange.headers },
-      body: exchange.body,
-    });
+    const credentials: Record<string, string> = given === null ? {} : { authorization: `Bearer ${given}` };
+    const search = exchange.get
+      ? new URLSearchParams(Object.entries(JSON.parse(exchange.body) as Record<string, unknown>).map(([name, value]): [string, string] => [name, typeof value === 'string' ? value : JSON.stringify(value)]))
+      : null;
+    const response = search
+      ? await app.fetch(`http://memstore.test/graphql?${search}`, { method: 'GET', headers: { 'x-request-id': id, ...credentials, ...(exchange.headers ?? {}) } })
+      : await app.fetch('http://memstore.test/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-request-id': id, ...credentials, ...exchange.headers },
+          body: exchange.body,
+        });
     last = { id, response };
   }
   const text = await last!.response.text();
@@ -99,6 +107,11 @@ describe('the request pipeline', () => {
       { name: 'a key nobody has', token: generateToken(), body: query('{ memoryStores { totalCount } }') },
       { name: 'over the rate limit', times: 2, body: query('{ memoryStores { totalCount } }') },
       { name: 'a body over the limit', body: JSON.stringify({ query: `{ __typename }${' '.repeat(MAX_REQUEST_BODY_BYTES)}` }) },
+      { name: 'a compiled read over GET', get: true, body: query('{ memoryStores(first: 2) { totalCount edges { node { id name } } } }') },
+      { name: 'a read only the resolvers answer, over GET', get: true, body: query('query ($id: ID!) { memoryStore(id: $id) { name bindingInfo { identityTemplateCount } } }', { id: store.id }) },
+      { name: 'a mutation over GET', get: true, body: query('mutation ($id: ID!) { updateMemoryStore(input: { id: $id, name: "renamed" }) { __typename } }', { id: store.id }) },
+      { name: 'too costly, over GET', get: true, body: query('{ memoryStores(first: 100) { edges { node { memories(first: 100) { edges { node { content } } } } } } }') },
+      { name: 'no credentials, over GET', get: true, token: null, body: query('{ memoryStores { totalCount } }') },
     ];
     const seen = new Set<StageName>();
     for (const exchange of exchanges) {

@@ -1,5 +1,5 @@
 import { normalizedExecutor } from '@graphql-tools/executor';
-import type { DocumentNode, ExecutionResult, GraphQLError } from 'graphql';
+import type { DocumentNode, ExecutionResult, GraphQLError, OperationDefinitionNode } from 'graphql';
 import { processRegularResult, type Plugin } from 'graphql-yoga';
 import { selectOperation } from '../graphql/query-cost.js';
 import type { RequestPipeline } from './pipeline.js';
@@ -8,14 +8,15 @@ import type { Deadline } from './request-timeout.js';
 
 /**
  * The lean path for the request every client sends — `POST /graphql` with a JSON object
- * holding a valid query — straight from the body to graphql's executor: the stages of
- * pipeline.ts in their order, called directly, without Yoga's per-request machinery; and a
- * read the compiler covers answered by one statement. Anything else (GET, other content
- * types, bodies that are not a plain operation, documents that fail to parse or validate)
- * continues through Yoga with the body already read; so does every response shape not
- * produced here. Behaviour is the same on both paths: the whole suite runs through this
- * one, its odd cases through Yoga, and test/pipeline.test.ts holds the two to the same
- * stages.
+ * holding a valid query, or a `GET /graphql` whose parameters hold a valid query — straight
+ * to graphql's executor: the stages of pipeline.ts in their order, called directly, without
+ * Yoga's per-request machinery; and a read the compiler covers answered by one statement,
+ * with its ETag (a 304 when the request names it). Anything else (other content types,
+ * bodies that are not a plain operation, documents that fail to parse or validate, anything
+ * but a query over GET) continues through Yoga, with the body already read; so does every
+ * response shape not produced here. Behaviour is the same on both paths: the whole suite
+ * runs through this one, its odd cases through Yoga, test/pipeline.test.ts holds the two to
+ * the same stages and test/lean-path.test.ts to the same answers.
  */
 
 /** The response media types of plain results, in Yoga's order of preference. */
@@ -76,93 +77,149 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
     return processRegularResult(result, fetchAPI as never, mediaType) as Response;
   };
 
+  type Respond = (response: Response) => void;
+  type FetchAPI = { Request: typeof Request; Response: typeof Response };
+
+  /** Runs a plain operation of a valid document and answers it: a compiled read, a 304, or the resolvers' result. */
+  const run = async (request: Request, operation: PlainOperation, document: DocumentNode, selected: OperationDefinitionNode, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond) => {
+    let deadline: Deadline | undefined;
+    try {
+      await pipeline.admit(request);
+      const refusal = pipeline.cost(request, document, selected, operation.variables);
+      if (refusal) {
+        endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
+        return;
+      }
+      const limit = (deadline = pipeline.deadline(request));
+      // A read the compiler covers identifies the key and answers in one statement.
+      const compiled = pipeline.compile(document, selected, operation.variables);
+      if (compiled) {
+        // A conditional request whose answer has not changed: 304, without building it.
+        const unchanged = await limit.within(() => pipeline.unchangedTag(request, compiled, mediaType));
+        if (unchanged !== null && typeof unchanged === 'object') {
+          endResponse(respond(request, unchanged, mediaType, fetchAPI));
+          return;
+        }
+        if (unchanged !== null) {
+          endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: unchanged } }));
+          return;
+        }
+      }
+      const answer = await limit.within(() => pipeline.readOrIdentify(request, compiled));
+      // The time ran out: its error is the answer.
+      if (!('viewer' in answer)) {
+        endResponse(respond(request, answer, mediaType, fetchAPI));
+        return;
+      }
+      if (answer.data !== null) {
+        // The answer's JSON goes out as the database wrote it, between its two keys.
+        const close = `,"extensions":${JSON.stringify(pipeline.extensions(request))}}`;
+        const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
+        const headers: Record<string, string> = { 'Content-Type': `${mediaType}; charset=utf-8` };
+        const tag = pipeline.answerTag(compiled!, answer, mediaType);
+        if (tag !== null) headers.ETag = tag;
+        endResponse(new fetchAPI.Response(body, { status: 200, headers }));
+        return;
+      }
+      // No compiled read, or a key the access policy does not let read all of it: the resolvers answer.
+      const { viewer } = answer;
+      const result = await limit.within(async () =>
+        pipeline.execute(request, viewer, selected, async (contextValue) =>
+          (await normalizedExecutor({ schema: pipeline.schema, document, contextValue, variableValues: operation.variables, operationName: operation.operationName })) as ExecutionResult,
+        ),
+      );
+      endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
+    } catch (error) {
+      endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+    } finally {
+      deadline?.clear();
+    }
+  };
+
+  /** A POST with a JSON body. */
+  const post = async (request: Request, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond, setRequest: (request: Request) => void) => {
+    let text: string;
+    try {
+      text = await pipeline.readBody(request);
+    } catch (error) {
+      endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // Not JSON: Yoga says so.
+    }
+    let operation: PlainOperation | null = null;
+    try {
+      operation = body === undefined ? null : plainOperation(pipeline, body);
+    } catch (error) {
+      endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+      return;
+    }
+    const document = operation ? validDocument(pipeline, request, operation.query) : null;
+    const selected = document ? selectOperation(document, operation!.operationName) : null;
+    if (!operation || !document || !selected || selected.operation === 'subscription') {
+      const replacement = new fetchAPI.Request(request.url, { method: 'POST', headers: request.headers, body: text });
+      pipeline.states.adopt(request, replacement);
+      setRequest(replacement);
+      return;
+    }
+    await run(request, operation, document, selected, mediaType, fetchAPI, endResponse);
+  };
+
+  /**
+   * A GET whose parameters hold a valid query (its answers may be cached by the client, and
+   * revalidated with If-None-Match). Anything else over GET — a mutation (405), a
+   * subscription, a page, parameters that are not plain — continues through Yoga.
+   */
+  const get = async (request: Request, url: URL, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond) => {
+    const accept = request.headers.get('accept') ?? '';
+    if (accept.includes('text/html') || accept.includes('text/event-stream')) return;
+    const params: Record<string, unknown> = {};
+    for (const [name, value] of url.searchParams) {
+      if (!OPERATION_KEYS.has(name) || Object.hasOwn(params, name)) return;
+      if (name === 'variables' || name === 'extensions') {
+        try {
+          params[name] = JSON.parse(value);
+        } catch {
+          return;
+        }
+      } else params[name] = value;
+    }
+    let operation: PlainOperation | null;
+    try {
+      operation = plainOperation(pipeline, params);
+    } catch (error) {
+      endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
+      return;
+    }
+    if (!operation) return;
+    let document: DocumentNode;
+    try {
+      document = pipeline.parse(request, operation.query);
+    } catch {
+      return;
+    }
+    // Yoga refuses anything but a query over GET before it validates: so is it handed over.
+    const selected = selectOperation(document, operation.operationName);
+    if (!selected || selected.operation !== 'query' || pipeline.validate(request, document).length > 0) return;
+    await run(request, operation, document, selected, mediaType, fetchAPI, endResponse);
+  };
+
   return {
     async onRequest({ request, url, endResponse, setRequest, fetchAPI }) {
-      if (request.method !== 'POST' || url.pathname !== '/graphql' || !isJsonRequest(request)) return;
+      if (url.pathname !== '/graphql') return;
+      if (request.method === 'GET') {
+        const mediaType = resultMediaType(request);
+        if (mediaType !== null) await get(request, url, mediaType, fetchAPI, endResponse);
+        return;
+      }
+      if (request.method !== 'POST' || !isJsonRequest(request)) return;
       const mediaType = resultMediaType(request);
       if (mediaType === null) return;
-
-      let text: string;
-      try {
-        text = await pipeline.readBody(request);
-      } catch (error) {
-        endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
-        return;
-      }
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // Not JSON: Yoga says so.
-      }
-      let operation: PlainOperation | null = null;
-      try {
-        operation = body === undefined ? null : plainOperation(pipeline, body);
-      } catch (error) {
-        endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
-        return;
-      }
-      const document = operation ? validDocument(pipeline, request, operation.query) : null;
-      const selected = document ? selectOperation(document, operation!.operationName) : null;
-      if (!operation || !document || !selected || selected.operation === 'subscription') {
-        const replacement = new fetchAPI.Request(request.url, { method: 'POST', headers: request.headers, body: text });
-        pipeline.states.adopt(request, replacement);
-        setRequest(replacement);
-        return;
-      }
-
-      let deadline: Deadline | undefined;
-      try {
-        await pipeline.admit(request);
-        const refusal = pipeline.cost(request, document, selected, operation.variables);
-        if (refusal) {
-          endResponse(respond(request, { errors: refusal }, mediaType, fetchAPI));
-          return;
-        }
-        const limit = (deadline = pipeline.deadline(request));
-        // A read the compiler covers identifies the key and answers in one statement.
-        const compiled = pipeline.compile(document, selected, operation.variables);
-        if (compiled) {
-          // A conditional request whose answer has not changed: 304, without building it.
-          const unchanged = await limit.within(() => pipeline.unchangedTag(request, compiled, mediaType));
-          if (unchanged !== null && typeof unchanged === 'object') {
-            endResponse(respond(request, unchanged, mediaType, fetchAPI));
-            return;
-          }
-          if (unchanged !== null) {
-            endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: unchanged } }));
-            return;
-          }
-        }
-        const answer = await limit.within(() => pipeline.readOrIdentify(request, compiled));
-        // The time ran out: its error is the answer.
-        if (!('viewer' in answer)) {
-          endResponse(respond(request, answer, mediaType, fetchAPI));
-          return;
-        }
-        if (answer.data !== null) {
-          // The answer's JSON goes out as the database wrote it, between its two keys.
-          const close = `,"extensions":${JSON.stringify(pipeline.extensions(request))}}`;
-          const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
-          const headers: Record<string, string> = { 'Content-Type': `${mediaType}; charset=utf-8` };
-          const tag = pipeline.answerTag(compiled!, answer, mediaType);
-          if (tag !== null) headers.ETag = tag;
-          endResponse(new fetchAPI.Response(body, { status: 200, headers }));
-          return;
-        }
-        // No compiled read, or a key the access policy does not let read all of it: the resolvers answer.
-        const { viewer } = answer;
-        const result = await limit.within(async () =>
-          pipeline.execute(request, viewer, selected, async (contextValue) =>
-            (await normalizedExecutor({ schema: pipeline.schema, document, contextValue, variableValues: operation.variables, operationName: operation.operationName })) as ExecutionResult,
-          ),
-        );
-        endResponse(respond(request, result as ExecutionResult, mediaType, fetchAPI));
-      } catch (error) {
-        endResponse(respond(request, { errors: [error as GraphQLError] }, mediaType, fetchAPI));
-      } finally {
-        deadline?.clear();
-      }
+      await post(request, mediaType, fetchAPI, endResponse, setRequest);
     },
   };
 }
