@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { printSchema, type GraphQLSchema } from 'graphql';
 import { CHANGE_MARK_UNSETTLED } from '../domain/events.js';
 
 /**
@@ -14,9 +13,9 @@ import { CHANGE_MARK_UNSETTLED } from '../domain/events.js';
 export class AnswerTags {
   private readonly server: string;
 
-  constructor(schema: GraphQLSchema) {
-    // A new schema (a new memstore) never takes the tags of the old one.
-    this.server = createHash('sha256').update(printSchema(schema)).digest('base64url');
+  /** `sdl`: the schema's text; a new schema (a new memstore) never takes the tags of the old one. */
+  constructor(sdl: string) {
+    this.server = createHash('sha256').update(sdl).digest('base64url');
   }
 
   /** The weak tag `W/"…"` of an answer, or null when it has none (no mark, or an unsettled one). */

@@ -29,7 +29,7 @@ export function isOrigin(text: string): boolean {
 }
 
 /** A request for a page (GraphiQL), as Yoga tells one: a GET that accepts HTML. */
-function isPageRequest(request: Request): boolean {
+export function isPageRequest(request: Request): boolean {
   return request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/html');
 }
 

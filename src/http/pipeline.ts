@@ -56,6 +56,8 @@ export type StageName = (typeof REQUEST_STAGES)[number];
 
 export interface PipelineOptions {
   schema: GraphQLSchema;
+  /** The schema's SDL (schema.graphql): a new schema never takes the answer tags of the old one. */
+  sdl: string;
   introspection: boolean;
   maxBodyBytes: number;
   timeoutMs: number;
@@ -140,7 +142,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // Documents are immutable, so sharing them is safe.
   const documents = createParseCache();
   const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
-  let tags: AnswerTags | undefined;
+  const tags = new AnswerTags(options.sdl);
   // Compiled reads (or null: the resolvers answer) by operation and variables. A compiled
   // read holds only its statements, so requests share it; documents are immutable and
   // shared through the parse cache, so an operation node stands for its text.
@@ -263,7 +265,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return runCompiled(request, compiled.read);
     },
     answerTag(compiled, answer, representation) {
-      return (tags ??= new AnswerTags(schema)).tag(answer.mark, answer.viewer, compiled.shape, representation);
+      return tags.tag(answer.mark, answer.viewer, compiled.shape, representation);
     },
     async unchangedTag(request, compiled, representation) {
       const ifNoneMatch = request.headers.get('if-none-match');
