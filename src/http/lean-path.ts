@@ -3,6 +3,7 @@ import type { DocumentNode, ExecutionResult, GraphQLError, OperationDefinitionNo
 import { processRegularResult, type Plugin } from 'graphql-yoga';
 import { selectOperation } from '../graphql/query-cost.js';
 import type { RequestPipeline } from './pipeline.js';
+import { isPageRequest } from './cors.js';
 import { isJsonRequest } from './request-body.js';
 import type { Deadline } from './request-timeout.js';
 
@@ -96,12 +97,13 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
       if (compiled) {
         // A conditional request whose answer has not changed: 304, without building it.
         const unchanged = await limit.within(() => pipeline.unchangedTag(request, compiled, mediaType));
-        if (unchanged !== null && typeof unchanged === 'object') {
-          endResponse(respond(request, unchanged, mediaType, fetchAPI));
+        if (typeof unchanged === 'string') {
+          endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: unchanged } }));
           return;
         }
+        // The time ran out: its error is the answer.
         if (unchanged !== null) {
-          endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: unchanged } }));
+          endResponse(respond(request, unchanged, mediaType, fetchAPI));
           return;
         }
       }
@@ -175,8 +177,8 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
    * subscription, a page, parameters that are not plain — continues through Yoga.
    */
   const get = async (request: Request, url: URL, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond) => {
-    const accept = request.headers.get('accept') ?? '';
-    if (accept.includes('text/html') || accept.includes('text/event-stream')) return;
+    // A page (GraphiQL) and a stream are Yoga's.
+    if (isPageRequest(request) || (request.headers.get('accept') ?? '').includes('text/event-stream')) return;
     const params: Record<string, unknown> = {};
     for (const [name, value] of url.searchParams) {
       if (!OPERATION_KEYS.has(name) || Object.hasOwn(params, name)) return;
