@@ -300,8 +300,18 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
 const operationNumbers = new WeakMap<OperationDefinitionNode, number>();
 let nextOperationNumber = 0;
 
+/** The last key made: a request asks for it twice in one turn, for its cost and for its compiled read. */
+let lastKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; key: string | null } | null = null;
+
 /** The cache key of an operation with these variables (compiled reads, cost estimates), or null when the variables are too large to be a key. */
 function compiledReadKey(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
+  if (lastKey?.operation === operation && lastKey.variables === variables) return lastKey.key;
+  const key = keyOf(operation, variables);
+  lastKey = { operation, variables, key };
+  return key;
+}
+
+function keyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
   // Only the declared variables count (the others are ignored); values nested too deep to
   // write out (a body may hold thousands of levels) or too long are no key.
   // An absent variable (its default applies) and a null one differ: absent ones are left out.
