@@ -49,9 +49,9 @@ export function resolveNodeIdsInTurn(schema: GraphQLSchema): GraphQLSchema {
     const resolveId = (type.extensions as { pothosOptions?: { id?: { resolve?: GraphQLFieldResolver<unknown, unknown> } } }).pothosOptions?.id?.resolve;
     const field = type.getFields().id;
     if (!resolveId || !field) continue;
+    const encode = (value: string | null | undefined) => (value === null || value === undefined ? value : encodeNodeId(type.name, value));
     field.resolve = (source, args, context, info) => {
       const id = resolveId(source, args, context, info) as string | null | undefined | Promise<string | null | undefined>;
-      const encode = (value: string | null | undefined) => (value === null || value === undefined ? value : encodeNodeId(type.name, value));
       return id instanceof Promise ? id.then(encode) : encode(id);
     };
   }
