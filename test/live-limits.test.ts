@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { eventHubOf } from '../src/app.js';
 import { encodeEventCursor } from '../src/domain/events.js';
 import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY } from '../src/domain/limits.js';
-import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, run, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
+import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, run, type Listening, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
 /** Resuming, the per-key stream limit, revocation and a consumer that stops reading. */
@@ -163,11 +163,11 @@ describe('a WebSocket consumer that stops reading', () => {
 
 /** A resuming stream on a real socket: its results so far, and the socket to read slowly. */
 const resumingOn = {
-  WebSocket: async (http: Awaited<ReturnType<typeof listenWithWebSocket>>, token: string | null, variables: Record<string, unknown>) => {
+  WebSocket: async (http: Listening, token: string | null, variables: Record<string, unknown>) => {
     const { ws, messages, socket } = await graphqlWs(http.wsUrl, token, variables);
     return { socket, results: () => messages.filter((message) => message.type === 'next').map((message) => message.payload), close: () => ws.close() };
   },
-  SSE: async (http: Awaited<ReturnType<typeof listenWithWebSocket>>, token: string | null, variables: Record<string, unknown>) => {
+  SSE: async (http: Listening, token: string | null, variables: Record<string, unknown>) => {
     const socket = await rawSse(http.url, token, variables);
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -264,7 +264,7 @@ async function readSlowly(socket: net.Socket): Promise<void> {
 }
 
 /** A test on the app listening on a real port (with WebSocket), in a new workspace with a store of its own. */
-async function onRealServer(storeName: string, work: (http: Awaited<ReturnType<typeof listenWithWebSocket>>, client: TestClient, storeId: string) => Promise<void>): Promise<void> {
+async function onRealServer(storeName: string, work: (http: Listening, client: TestClient, storeId: string) => Promise<void>): Promise<void> {
   const http = await listenWithWebSocket(server.app);
   try {
     const client = await server.newWorkspace();

@@ -146,7 +146,16 @@ export function subscribeWs(url: string, token: string | null, query: string, va
 }
 
 /** The app on a real port with the WebSocket transport attached, as src/server.ts runs it. */
-export async function listenWithWebSocket(app: App): Promise<{ url: string; wsUrl: string; server: Server; webSocket: WebSocketTransport; close: () => Promise<void> }> {
+/** A test app listening on a real port, with its WebSocket transport (listenWithWebSocket). */
+export interface Listening {
+  url: string;
+  wsUrl: string;
+  server: Server;
+  webSocket: WebSocketTransport;
+  close: () => Promise<void>;
+}
+
+export async function listenWithWebSocket(app: App): Promise<Listening> {
   const server = createServer(app);
   const webSocket = attachWebSocket(server, app, silentLogger);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -203,8 +212,8 @@ export function eventsOf(results: StreamResult[]): Record<string, any>[] {
 }
 
 /** The test server's app on a real port with WebSocket for the whole file (listenWithWebSocket): `http()` once it listens. */
-export function useListening(app: () => App): () => Awaited<ReturnType<typeof listenWithWebSocket>> {
-  let http: Awaited<ReturnType<typeof listenWithWebSocket>> | undefined;
+export function useListening(app: () => App): () => Listening {
+  let http: Listening | undefined;
   beforeAll(async () => {
     http = await listenWithWebSocket(app());
   });
