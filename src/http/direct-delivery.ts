@@ -3,8 +3,8 @@ import type { Socket } from 'node:net';
 import type { ExecutionResult } from 'graphql';
 import * as wsModule from 'ws';
 import { WebSocket } from 'ws';
-import { STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
-import { payloadBytes, type MemoryEventPayload, type StreamSink } from '../subscriptions/event-stream.js';
+import { STREAM_BUFFER_BYTES, STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
+import { payloadBytes, type MemoryEventPayload, type SinkStream, type StreamSink } from '../subscriptions/event-stream.js';
 import { withExtensions } from './pipeline.js';
 
 /**
@@ -162,12 +162,6 @@ export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: s
 /** What a stream's event is answered with: its result, executed once per shape (shared-results.ts). */
 export type ResultOf = (payload: MemoryEventPayload) => ExecutionResult | Promise<ExecutionResult>;
 
-/** What a sink asks of its stream. */
-interface SinkStream {
-  fallBack(payloads: MemoryEventPayload[]): void;
-  close(): void;
-}
-
 /**
  * The sink of one stream (event-stream.ts): its events, in order, written to its outlet. It
  * writes ahead of its consumer at most STREAM_SEND_AHEAD_BYTES (and one batch's frames):
@@ -221,6 +215,11 @@ export class DirectSink implements StreamSink {
 
   get saturated(): boolean {
     return this.outlet.unsent() > STREAM_SEND_AHEAD_BYTES;
+  }
+
+  /** More than STREAM_BUFFER_BYTES unsent: the consumer is not reading (its stream is cut off). */
+  get stalled(): boolean {
+    return this.outlet.unsent() > STREAM_BUFFER_BYTES;
   }
 
   close(): void {

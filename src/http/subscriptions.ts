@@ -2,7 +2,6 @@ import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { createSourceEventStream, execute, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { ServerResponse } from 'node:http';
 import type { ContextFactory } from '../context.js';
-import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import { selectOperation } from '../graphql/query-cost.js';
 import type { EventHub } from '../subscriptions/event-hub.js';
 import type { StreamTransport } from '../subscriptions/event-stream.js';
@@ -39,8 +38,7 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
         // A consumer on a real connection has its events written to it directly (direct-delivery.ts).
         const outlet = initial.outlet ?? (res ? sseOutlet(res, () => pipeline.extensions(request)) : undefined);
         const sink = outlet ? new DirectSink(outlet) : undefined;
-        // More than STREAM_BUFFER_BYTES unsent: the consumer is not reading (its stream is cut off).
-        const transport: StreamTransport = outlet && sink ? { sink, stalled: () => outlet.unsent() > STREAM_BUFFER_BYTES } : {};
+        const transport: StreamTransport = sink ? { sink, stalled: () => sink.stalled } : {};
         const { context, renew } = contexts.forStream(pipeline.states.of(request).id, viewer, { hub, transport });
         const args: ExecutionArgs = { ...(subscribeArgs as ExecutionArgs), contextValue: context };
         // What graphql's own subscribe does (the source stream, then an execution per event), with the execution shared.

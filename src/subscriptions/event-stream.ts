@@ -36,9 +36,15 @@ export interface StreamTransport {
  * (http/direct-delivery.ts), in stream order. The stream's iterator then yields only what
  * the sink hands back (`fallBack`) and the stream's last item.
  */
+/** What a sink asks of its stream. */
+export interface SinkStream {
+  fallBack(payloads: MemoryEventPayload[]): void;
+  close(): void;
+}
+
 export interface StreamSink {
   /** The stream this sink writes for: what it cannot write, it hands back to the stream's iterator; a connection gone ends it. */
-  attach(stream: { fallBack(payloads: MemoryEventPayload[]): void; close(): void }): void;
+  attach(stream: SinkStream): void;
   /** Takes the next events of the stream. */
   send(payloads: readonly MemoryEventPayload[]): void;
   /** Events taken and not yet written, and what they hold in content (payloadBytes). */
