@@ -171,14 +171,14 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     // A transport that takes results without waiting for them to be sent (graphql-ws) holds
     // the unsent ones itself: past its bound the consumer is not reading, waiting or not.
     if (this.transport.stalled?.()) {
-      this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+      this.cutOff();
       return;
     }
     if (this.sink) {
       const sink = this.sink;
       // The sink may hand events back to the iterator as it takes these (this.sink is then null).
       sink.send(fresh);
-      if (sink.pending > this.bufferEvents || sink.pendingBytes > STREAM_BUFFER_BYTES) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+      if (sink.pending > this.bufferEvents || sink.pendingBytes > STREAM_BUFFER_BYTES) this.cutOff();
       return;
     }
     for (const payload of fresh) this.enqueue(payload);
@@ -206,7 +206,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     }
     this.queue.push(payload);
     this.queuedBytes += payloadBytes(payload);
-    if (this.queue.length > this.bufferEvents || this.queuedBytes > STREAM_BUFFER_BYTES) this.fail(streamError('SLOW_CONSUMER', SLOW_CONSUMER_MESSAGE));
+    if (this.queue.length > this.bufferEvents || this.queuedBytes > STREAM_BUFFER_BYTES) this.cutOff();
   }
 
   /** Ends the stream with an error the consumer receives next (what was buffered is dropped: memory is freed now). */
