@@ -57,8 +57,6 @@ export interface EventHubOptions {
   slots?: StreamSlots;
   retentionDays: number;
   pollIntervalMs?: number;
-  /** The least time between two reads woken by notifications (default: EVENT_WAKE_GAP_MS, growing with the open streams). */
-  wakeGapMs?: number;
   keyCheckIntervalMs?: number;
   /** How long a replay waits for a consumer that reads nothing (STREAM_REPLAY_STALL_MS). */
   replayStallMs?: number;
@@ -97,6 +95,7 @@ export class EventHub {
   private closed = false;
   private readonly batchSize: number;
   private readonly bufferEvents: number;
+  private readonly replayStallMs: number;
   /** The executions of this hub's events, shared by the streams that answer them alike. */
   readonly results = new SharedEventResults();
 
@@ -106,6 +105,7 @@ export class EventHub {
     this.slots = options.slots ?? unlimitedStreamSlots;
     this.batchSize = options.batchSize ?? EVENT_BATCH_SIZE;
     this.bufferEvents = options.bufferEvents ?? STREAM_BUFFER_EVENTS;
+    this.replayStallMs = options.replayStallMs ?? STREAM_REPLAY_STALL_MS;
   }
 
   get openStreams(): number {
@@ -200,7 +200,7 @@ export class EventHub {
         // that reads nothing for STREAM_REPLAY_STALL_MS is cut off.
         const waitingSince = performance.now();
         while (stream.isOpen && (stream.buffered > pageSize / 2 || stream.saturated)) {
-          if (performance.now() - waitingSince > (this.options.replayStallMs ?? STREAM_REPLAY_STALL_MS)) stream.cutOff();
+          if (performance.now() - waitingSince > this.replayStallMs) stream.cutOff();
           else await new Promise((resolve) => setTimeout(resolve, 20));
         }
       }
@@ -229,8 +229,7 @@ export class EventHub {
   }
 
   /** The least time between two reads woken by notifications, for the streams open now. */
-  wakeGap(): number {
-    if (this.options.wakeGapMs !== undefined) return this.options.wakeGapMs;
+  private wakeGap(): number {
     return Math.min(EVENT_WAKE_GAP_MAX_MS, Math.max(EVENT_WAKE_GAP_MS, this.streamCount * EVENT_WAKE_GAP_PER_STREAM_MS));
   }
 
@@ -260,7 +259,7 @@ export class EventHub {
           }
           for (const [workspaceId, payloads] of byWorkspace) {
             for (const stream of this.streams.get(workspaceId) ?? []) {
-              const matching = stream.matchesEvery ? payloads : payloads.filter((payload) => stream.matches(payload.event));
+              const matching = stream.matchesEvery ? payloads : payloads.filter((payload) => stream.matchesFilter(payload.event));
               if (matching.length === 0) continue;
               try {
                 stream.push(matching);

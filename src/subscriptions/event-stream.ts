@@ -114,11 +114,15 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   ) {
     this.sink = transport.sink ?? null;
     this.sink?.attach(this);
+    this.matchesEvery = filter.memoryStoreId === null && !filter.pathPrefix;
   }
 
   /** Whether the stream takes every event of its workspace (no store, no path prefix). */
-  get matchesEvery(): boolean {
-    return this.filter.memoryStoreId === null && !this.filter.pathPrefix;
+  readonly matchesEvery: boolean;
+
+  /** Whether an event of the stream's own workspace passes its filter (a hub's fan-out, which groups events by workspace). */
+  matchesFilter(event: MemoryEventRecord): boolean {
+    return matches(this.filter, event);
   }
 
   matches(event: MemoryEventRecord): boolean {
