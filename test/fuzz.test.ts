@@ -188,6 +188,8 @@ async function problemWith(request: FuzzRequest, response: Response): Promise<st
   const text = request.method === 'HEAD' ? '' : await response.text();
   if (response.status >= 500) return `HTTP ${response.status}: ${text.slice(0, 2000)}`;
   if (response.status < 200) return `HTTP ${response.status}`;
+  // A 304 needs the current tag of the key's own answer, which no fuzzed request holds.
+  if (response.status === 304) return `304 for If-None-Match ${JSON.stringify(request.headers['if-none-match'] ?? null)}`;
   const ofKind = statuses.get(request.kind) ?? new Map<number, number>();
   ofKind.set(response.status, (ofKind.get(response.status) ?? 0) + 1);
   statuses.set(request.kind, ofKind);
@@ -901,8 +903,21 @@ const getRequest: fc.Arbitrary<FuzzRequest> = fc
     ),
     fc.oneof({ arbitrary: fc.constant('GET'), weight: 10 }, { arbitrary: fc.constantFrom('HEAD', 'OPTIONS', 'PUT', 'PATCH', 'DELETE', 'TRACE_NOT', 'POST'), weight: 2 }),
     fc.constantFrom('application/graphql-response+json, application/json', 'application/json', 'text/html', 'text/event-stream', '*/*', 'application/xml', ''),
-    // Sometimes as a page of another site would send it (an Origin, fetch metadata).
-    fc.oneof({ arbitrary: fc.constant<Record<string, string>>({}), weight: 8 }, { arbitrary: fc.constant({ origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }), weight: 2 }),
+    // Sometimes as a page of another site would send it (an Origin, fetch metadata), or as a
+    // cache revalidating an answer (If-None-Match, well formed or not).
+    fc.oneof(
+      { arbitrary: fc.constant<Record<string, string>>({}), weight: 8 },
+      { arbitrary: fc.constant({ origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }), weight: 2 },
+      {
+        arbitrary: fc
+          .oneof(
+            fc.constantFrom('*', 'W/"x"', '"a,W/"b"', 'W/', '"', '"'.repeat(20_000), `W/"${'a'.repeat(43)}", "b"`),
+            fc.string({ maxLength: 200 }).map((text) => text.replace(/[^\x20-\x7e]/g, '"')),
+          )
+          .map((tag) => ({ 'if-none-match': tag })),
+        weight: 2,
+      },
+    ),
     credential,
   )
   .map(([target, method, accept, extra, who]) => ({
@@ -1068,7 +1083,13 @@ const authorizationRequest: fc.Arbitrary<FuzzRequest> = fc
       { arbitrary: fc.constantFrom('Bearer', 'bearer', 'BEARER', 'BeArEr').map((scheme): Credential => ({ raw: `${scheme}  TOKEN ` })), weight: 1 },
     ),
     fc.oneof(schemaOperation, fc.constant<Operation>({ query: GRAPHQL_QUERY, variables: {} })),
-    fc.oneof(fc.constant<Record<string, string>>({}), fc.record({ 'x-request-id': fc.string({ maxLength: 200 }).map(headerSafe) }), fc.constant<Record<string, string>>({ cookie: 'session=abc', origin: 'https://evil.example' })),
+    fc.oneof(
+      fc.constant<Record<string, string>>({}),
+      fc.record({ 'x-request-id': fc.string({ maxLength: 200 }).map(headerSafe) }),
+      fc.constant<Record<string, string>>({ cookie: 'session=abc', origin: 'https://evil.example' }),
+      // A revalidation with a tag the server never gave (by any key): never a 304.
+      fc.record({ 'if-none-match': fc.oneof(fc.constant('*'), fc.string({ maxLength: 200 }).map(headerSafe)) }),
+    ),
   )
   .map(([who, operation, extra]) => {
     const resolved: Credential = 'raw' in who && who.raw !== null && who.raw.includes('TOKEN') ? { raw: who.raw.replace('TOKEN', '__ALICE__') } : who;
