@@ -45,11 +45,8 @@ export function createApp(options: AppOptions): App {
   const metrics = config.metrics ? new Metrics(database.watchPool?.()) : null;
   const contexts = createContextFactory(database, { singleStatement: options.singleStatementWrites !== false });
   const hub = createEventHub(options, logger);
-  // Printed once: served at /schema.graphql, and the server's part of every answer's ETag.
-  const sdl = printSchemaSdl();
   const pipeline = createPipeline({
     schema,
-    sdl,
     introspection,
     maxBodyBytes: MAX_REQUEST_BODY_BYTES,
     timeoutMs: config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
@@ -84,7 +81,7 @@ export function createApp(options: AppOptions): App {
     plugins: [
       ...yogaStages(pipeline, {
         routes: [
-          useSchemaFile(sdl),
+          useSchemaFile(printSchemaSdl()),
           ...(metrics && config.metrics ? [useMetricsRoute(metrics, config.metrics)] : []),
           useForwardRest(pipeline),
           ...(config.graphiql ? [useGraphiQLAssets()] : []),

@@ -1,4 +1,4 @@
-import { GraphQLError, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type Source } from 'graphql';
+import { GraphQLError, printSchema, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type Source } from 'graphql';
 import type { Context, ContextFactory } from '../context.js';
 import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
 import type { Viewer } from '../domain/viewer.js';
@@ -56,8 +56,6 @@ export type StageName = (typeof REQUEST_STAGES)[number];
 
 export interface PipelineOptions {
   schema: GraphQLSchema;
-  /** The schema's SDL (schema.graphql): a new schema never takes the answer tags of the old one. */
-  sdl: string;
   introspection: boolean;
   maxBodyBytes: number;
   timeoutMs: number;
@@ -142,7 +140,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // Documents are immutable, so sharing them is safe.
   const documents = createParseCache();
   const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
-  const tags = new AnswerTags(options.sdl);
+  // Made on the first tag: it prints the schema.
+  let tags: AnswerTags | undefined;
   // Compiled reads (or null: the resolvers answer) by operation and variables. A compiled
   // read holds only its statements, so requests share it; documents are immutable and
   // shared through the parse cache, so an operation node stands for its text.
@@ -265,7 +264,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return runCompiled(request, compiled.read);
     },
     answerTag(compiled, answer, representation) {
-      return tags.tag(answer.mark, answer.viewer, compiled.shape, representation);
+      return (tags ??= new AnswerTags(printSchema(schema))).tag(answer.mark, answer.viewer, compiled.shape, representation);
     },
     async unchangedTag(request, compiled, representation) {
       const ifNoneMatch = request.headers.get('if-none-match');
