@@ -143,11 +143,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // Made on the first tag: it prints the schema.
   let tags: AnswerTags | undefined;
   // Compiled reads (or null: the resolvers answer) by operation and variables. A compiled
-  // read holds only its statements, so requests share it; documents are immutable and
+  // read holds only its statement and parameters, so requests share it; documents are immutable and
   // shared through the parse cache, so an operation node stands for its text.
   const compiledReads = new ByteBoundedCache<CompiledRead | null>(MAX_COMPILED_READ_CACHE_BYTES, (key, compiled) => 2 * key.length + (compiled?.bytes ?? 0) + 256);
   // The cost estimates of operations within the limits, by the same keys.
-  const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 8, (key) => 2 * key.length + 128);
+  const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
 
   /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
   const runCompiled = async (request: Request, statement: (tokenSha256: string) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
@@ -261,7 +261,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     },
     async readOrIdentify(request, compiled) {
       if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
-      return runCompiled(request, compiled.read);
+      return runCompiled(request, (tokenSha256) => compiled.read(tokenSha256));
     },
     answerTag(compiled, answer, representation) {
       return (tags ??= new AnswerTags(printSchema(schema))).tag(answer.mark, answer.viewer, compiled.shape, representation);
@@ -270,7 +270,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       const ifNoneMatch = request.headers.get('if-none-match');
       if (ifNoneMatch === null) return null;
       // A statement that stops short of the answer: the key and the change mark.
-      const tag = this.answerTag(compiled, await runCompiled(request, compiled.check), representation);
+      const tag = this.answerTag(compiled, await runCompiled(request, (tokenSha256) => compiled.check(tokenSha256)), representation);
       return tag !== null && namesTag(ifNoneMatch, tag) ? tag : null;
     },
     mask(request, errors) {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { getVariableValues, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { kindsAllowedToTakeAll } from '../domain/access.js';
@@ -36,18 +37,33 @@ export interface CompiledRead {
 }
 
 /**
- * The statement texts that may be prepared: the first MAX_PREPARED_STATEMENT_TEXTS distinct
- * ones this process compiled (the shapes clients send all day come first); later shapes run
- * unprepared, so that no connection keeps ever more prepared statements.
+ * The statement texts this process compiled, each kept once and shared by every compiled
+ * read of it (a text depends only on the plan's shape: values are parameters, so a query
+ * asked with ten thousand ids has one text). The first MAX_PREPARED_STATEMENT_TEXTS
+ * distinct texts are kept, and prepared (the shapes clients send all day come first); later
+ * ones belong to their compiled read alone and run unprepared, so that no connection keeps
+ * ever more prepared statements.
  */
-const preparedTexts = new Set<string>();
-
-function mayPrepare(text: string): boolean {
-  if (preparedTexts.has(text)) return true;
-  if (preparedTexts.size >= MAX_PREPARED_STATEMENT_TEXTS) return false;
-  preparedTexts.add(text);
-  return true;
+interface StatementText {
+  readonly text: string;
+  /** Kept here, and prepared. */
+  readonly kept: boolean;
+  /** The text's SHA-256, which stands for it in an answer's shape (made on first use). */
+  digest?: string;
 }
+
+const statementTexts = new Map<string, StatementText>();
+
+function statementText(text: string): StatementText {
+  const known = statementTexts.get(text);
+  if (known) return known;
+  const kept = statementTexts.size < MAX_PREPARED_STATEMENT_TEXTS;
+  const entry: StatementText = { text, kept };
+  if (kept) statementTexts.set(text, entry);
+  return entry;
+}
+
+const digestOf = (statement: StatementText) => (statement.digest ??= createHash('sha256').update(statement.text).digest('base64url'));
 
 const decoder = new TextDecoder();
 const decode = (bytes: Uint8Array | null | undefined) => (bytes == null ? null : decoder.decode(bytes));
@@ -79,42 +95,84 @@ export function compileRead(
   if (!plan || plan.worstBytes > MAX_RESPONSE_BYTES) return null;
   const { allowed, marked } = keyKindsOf(plan);
   const { text, params } = statementOf(plan, allowed, marked).toQuery();
-  const tokenIndex = params.indexOf(TOKEN_PLACEHOLDER);
-  let check: ((tokenSha256: string) => Promise<CompiledAnswer | null>) | null = null;
-  let shape: string | null = null;
-  return {
-    read: runner(text, params, tokenIndex, run, runRaw),
-    check: (tokenSha256) => {
-      // Built on first use: most requests are not conditional.
-      if (!check) {
-        const statement = checkStatementOf(plan, allowed, marked).toQuery();
-        check = runner(statement.text, statement.params, statement.params.indexOf(TOKEN_PLACEHOLDER), run, runRaw);
-      }
-      return check(tokenSha256);
-    },
-    get shape() {
-      return (shape ??= JSON.stringify([text, params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value))]));
-    },
-    // The text, and once asked for, its shape and the check statement's text.
-    bytes: 6 * text.length + 64 * params.length,
-  };
+  return new CompiledStatement(runnersOf(run, runRaw), statementText(text), params, allowed, marked);
 }
 
-/** Runs a compiled statement's text with the token's SHA-256 in its place among the parameters. */
-function runner(text: string, params: unknown[], tokenIndex: number, run: RunStatement, runRaw: RunStatementRaw | undefined) {
-  const options = { prepare: mayPrepare(text) };
-  return async (tokenSha256: string): Promise<CompiledAnswer | null> => {
-    const values = [...params];
-    values[tokenIndex] = tokenSha256;
-    if (runRaw) {
-      const [raw] = await runRaw(text, values, options);
-      if (!raw) return null;
-      const key = Object.fromEntries(LOOKUP_COLUMNS.map((name, index) => [name, decode(raw[index])]));
-      return { viewer: viewerOf(key as never), data: raw[LOOKUP_COLUMNS.length] ?? null, mark: decode(raw[LOOKUP_COLUMNS.length + 1]) };
-    }
-    const [row] = await run(text, values, options);
-    if (!row) return null;
-    const key = Object.fromEntries(LOOKUP_COLUMNS.map((name) => [name, row[KEY_LOOKUP.columns[name].name] ?? null]));
-    return { viewer: viewerOf(key as never), data: (row.data as string | null) ?? null, mark: (row.mark as string | null) ?? null };
-  };
+/** A database's statement runners, and its check statements by the kinds of key they answer (a handful of sets). */
+interface StatementRunners {
+  run: RunStatement;
+  runRaw: RunStatementRaw | undefined;
+  checks: Map<string, { statement: StatementText; params: unknown[] }>;
 }
+
+const runnersByRun = new WeakMap<RunStatement, StatementRunners>();
+
+function runnersOf(run: RunStatement, runRaw: RunStatementRaw | undefined): StatementRunners {
+  let runners = runnersByRun.get(run);
+  if (!runners) runnersByRun.set(run, (runners = { run, runRaw, checks: new Map() }));
+  return runners;
+}
+
+/**
+ * A compiled read: its statement's text (shared, see statementText) and parameters. Kept in
+ * the pipeline's cache by operation and variables, so it holds nothing else: no plan and no
+ * closures of its own.
+ */
+class CompiledStatement implements CompiledRead {
+  private shapeText: string | null = null;
+
+  constructor(
+    private readonly runners: StatementRunners,
+    private readonly statement: StatementText,
+    private readonly params: unknown[],
+    private readonly allowed: ApiKeyKind[],
+    private readonly marked: ApiKeyKind[],
+  ) {}
+
+  read(tokenSha256: string): Promise<CompiledAnswer | null> {
+    return runStatement(this.runners, this.statement, this.params, tokenSha256);
+  }
+
+  check(tokenSha256: string): Promise<CompiledAnswer | null> {
+    // Made on first use (most requests are not conditional), once for each kinds of key: it depends on nothing else.
+    const kinds = `${this.allowed.join()} ${this.marked.join()}`;
+    let check = this.runners.checks.get(kinds);
+    if (!check) {
+      const { text, params } = checkStatementOf(this.allowed, this.marked).toQuery();
+      this.runners.checks.set(kinds, (check = { statement: statementText(text), params }));
+    }
+    return runStatement(this.runners, check.statement, check.params, tokenSha256);
+  }
+
+  get shape(): string {
+    return (this.shapeText ??= `${digestOf(this.statement)} ${JSON.stringify(this.params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))}`);
+  }
+
+  /** Itself, its parameters and shape; the text too, unless kept once for all. */
+  get bytes(): number {
+    return COMPILED_READ_BYTES + PARAMETER_BYTES * this.params.length + (this.statement.kept ? 0 : 4 * this.statement.text.length);
+  }
+}
+
+/** What a compiled read holds besides its parameters (its object, kinds of key and shape), and each parameter with its share of the shape: measured on the benchmark's reads. */
+const COMPILED_READ_BYTES = 768;
+const PARAMETER_BYTES = 128;
+
+/** Runs a compiled statement's text with the token's SHA-256 in its place among the parameters. */
+async function runStatement({ run, runRaw }: StatementRunners, { text, kept }: StatementText, params: unknown[], tokenSha256: string): Promise<CompiledAnswer | null> {
+  const values = params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
+  const options = kept ? PREPARED : UNPREPARED;
+  if (runRaw) {
+    const [raw] = await runRaw(text, values, options);
+    if (!raw) return null;
+    const key = Object.fromEntries(LOOKUP_COLUMNS.map((name, index) => [name, decode(raw[index])]));
+    return { viewer: viewerOf(key as never), data: raw[LOOKUP_COLUMNS.length] ?? null, mark: decode(raw[LOOKUP_COLUMNS.length + 1]) };
+  }
+  const [row] = await run(text, values, options);
+  if (!row) return null;
+  const key = Object.fromEntries(LOOKUP_COLUMNS.map((name) => [name, row[KEY_LOOKUP.columns[name].name] ?? null]));
+  return { viewer: viewerOf(key as never), data: (row.data as string | null) ?? null, mark: (row.mark as string | null) ?? null };
+}
+
+const PREPARED = { prepare: true };
+const UNPREPARED = { prepare: false };

@@ -153,8 +153,9 @@ class StatementWriter {
     ) ${sql.raw(page)})`;
   }
 
-  root(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[], answer: boolean): SQL {
-    const parts = plan.fields.map((field) => {
+  /** The statement; without a plan, the key and the mark alone. */
+  root(plan: ReadPlan | null, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
+    const parts = (plan?.fields ?? []).map((field) => {
       let value: SQL;
       if (field.kind === 'typename') value = literalName('Query');
       else if (field.kind === 'none') value = sql`null::json`;
@@ -177,7 +178,7 @@ class StatementWriter {
         select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
         where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)
       select ${sql.raw(selected.map((name) => `${KEY}.${name}`).join(', '))},
-        ${answer ? sql`case when ${allowed} then json_build_object(${sql.join(parts, sql`, `)})::text end` : sql`null::text`} as data,
+        ${plan ? sql`case when ${allowed} then json_build_object(${sql.join(parts, sql`, `)})::text end` : sql`null::text`} as data,
         case when ${kindIn(markKinds)} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end as mark
       from ${key}`;
   }
@@ -190,10 +191,13 @@ class StatementWriter {
  * snapshot.
  */
 export function statementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
-  return new StatementWriter().root(plan, allowedKinds, markKinds, true);
+  return new StatementWriter().root(plan, allowedKinds, markKinds);
 }
 
-/** The same statement without the answer: the key and the change mark only, for a conditional request. */
-export function checkStatementOf(plan: ReadPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
-  return new StatementWriter().root(plan, allowedKinds, markKinds, false);
+/**
+ * A plan's statement without the answer, for a conditional request: the key and the change
+ * mark only. It depends on the kinds of key alone, not on what the plan reads.
+ */
+export function checkStatementOf(allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
+  return new StatementWriter().root(null, allowedKinds, markKinds);
 }
