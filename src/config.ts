@@ -7,7 +7,7 @@ import {
   DEFAULT_RATE_LIMIT_PER_SECOND,
   DEFAULT_REQUEST_TIMEOUT_MS,
 } from './domain/limits.js';
-import { IN_MEMORY_DATA_DIR } from './db/client.js';
+import { DEFAULT_DB_POOL_SIZE, IN_MEMORY_DATA_DIR } from './db/client.js';
 import { isWellFormedToken, isWellFormedWorkspaceId, TOKEN_RULE, WORKSPACE_ID_RULE } from './domain/api-keys.js';
 import { isOrigin, type CorsOrigins } from './http/cors.js';
 import type { MetricsSettings } from './http/metrics.js';
@@ -41,6 +41,8 @@ export interface Config {
   rateLimit: RateLimitSettings | null;
   /** How long one request may run; also PostgreSQL's `statement_timeout`. */
   requestTimeoutMs: number;
+  /** PostgreSQL: the connections this process may open (MEMSTORE_DB_POOL_SIZE); PGlite has one. */
+  dbPoolSize: number;
   /** Browser origins allowed to call the API (`*`: any, without credentials); null: no cross-origin access. */
   corsOrigins: CorsOrigins | null;
   /** The trusted documents' manifest (hash → document), and whether only those may run; null: any document. */
@@ -168,6 +170,11 @@ const environmentSchema = z.object({
     .transform(Number)
     .pipe(z.number().int().min(100, 'must be a whole number of milliseconds from 100 to 600000').max(600_000, 'must be a whole number of milliseconds from 100 to 600000'))
     .default(DEFAULT_REQUEST_TIMEOUT_MS),
+  MEMSTORE_DB_POOL_SIZE: z
+    .string()
+    .regex(/^[1-9]\d{0,2}$/, 'must be a whole number of connections from 1 to 999')
+    .transform(Number)
+    .default(DEFAULT_DB_POOL_SIZE),
   MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY: z
     .string()
     .regex(/^[1-9]\d{0,5}$/, 'must be a whole number from 1 to 999999')
@@ -230,6 +237,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
         ? null
         : { perSecond: env.MEMSTORE_RATE_LIMIT_PER_SECOND, burst: env.MEMSTORE_RATE_LIMIT_BURST },
     requestTimeoutMs: env.MEMSTORE_REQUEST_TIMEOUT_MS,
+    dbPoolSize: env.MEMSTORE_DB_POOL_SIZE,
     corsOrigins: env.MEMSTORE_CORS_ORIGINS ?? null,
     persistedDocuments: env.MEMSTORE_PERSISTED_DOCUMENTS
       ? { file: path.resolve(env.MEMSTORE_PERSISTED_DOCUMENTS), only: env.MEMSTORE_PERSISTED_DOCUMENTS_ONLY ?? false }

@@ -52,6 +52,7 @@ export async function main(app: Pick<AppOptions, 'leanPath'> = {}): Promise<void
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       statementTimeoutMs: config.requestTimeoutMs,
+      poolSize: config.dbPoolSize,
       afterMigrate: (db) => ensureApiKeys(db, config, logger),
     });
   } catch (error) {

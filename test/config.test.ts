@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { DEFAULT_DB_POOL_SIZE } from '../src/db/client.js';
 import { DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS } from '../src/domain/limits.js';
 
 const validToken = `msk_${'a'.repeat(40)}`;
@@ -67,6 +68,15 @@ describe('configuration', () => {
     expect(loadConfig({ MEMSTORE_REQUEST_TIMEOUT_MS: '600000' }).requestTimeoutMs).toBe(600_000);
     expect(() => loadConfig({ MEMSTORE_REQUEST_TIMEOUT_MS: '99' })).toThrow(/MEMSTORE_REQUEST_TIMEOUT_MS/);
     expect(() => loadConfig({ MEMSTORE_REQUEST_TIMEOUT_MS: '600001' })).toThrow(/MEMSTORE_REQUEST_TIMEOUT_MS/);
+  });
+
+  it('takes a database pool of 1 to 999 connections', () => {
+    expect(loadConfig({}).dbPoolSize).toBe(DEFAULT_DB_POOL_SIZE);
+    expect(loadConfig({ MEMSTORE_DB_POOL_SIZE: '1' }).dbPoolSize).toBe(1);
+    expect(loadConfig({ MEMSTORE_DB_POOL_SIZE: '999' }).dbPoolSize).toBe(999);
+    // Empty is unset, as for every setting.
+    expect(loadConfig({ MEMSTORE_DB_POOL_SIZE: '' }).dbPoolSize).toBe(DEFAULT_DB_POOL_SIZE);
+    for (const value of ['0', '1000', '-1', '2.5', 'ten', ' 5']) expect(() => loadConfig({ MEMSTORE_DB_POOL_SIZE: value }), value).toThrow(/MEMSTORE_DB_POOL_SIZE: must be a whole number of connections from 1 to 999/);
   });
 
   it('keeps memory:// as an in-memory database and accepts postgres URLs', () => {

@@ -14,7 +14,7 @@
  *   POST /w1 {"id","content","expectedContentSha256"}  updateMemory
  *   POST /w2 {"memoryStoreId","path","content"}        createMemory
  *
- * Environment: DATABASE_URL, PORT (0: any), HOST (127.0.0.1), POOL_SIZE (10, as memstore's pool).
+ * Environment: DATABASE_URL, PORT (0: any), HOST (127.0.0.1), POOL_SIZE (10; memstore's default MEMSTORE_DB_POOL_SIZE is 20, and the bench leaves both at their defaults).
  * Logs one JSON line `{"msg":"listening","url":…}` when ready.
  */
 import { createHash, randomInt } from 'node:crypto';

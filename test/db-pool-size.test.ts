@@ -1,0 +1,93 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateToken } from '../src/domain/api-keys.js';
+import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
+import { startServerProcess, type ServerProcess } from './support/process.js';
+import { parsePrometheusText } from './support/prometheus.js';
+
+/**
+ * MEMSTORE_DB_POOL_SIZE bounds the PostgreSQL connections a server opens for its requests:
+ * many concurrent requests, reads that hold a snapshot and writes, share that many
+ * connections and all succeed. Besides the pool, a server keeps one connection for its
+ * readiness check and one that listens for live updates.
+ */
+
+const POOL_SIZE = 2;
+const OWN_CONNECTIONS = 2;
+const CONCURRENT = 40;
+const WORKSPACE_ID = 'pool-size';
+const TOKEN = generateToken();
+const CHECKER = 'pool-size-checker';
+
+describe.skipIf(postgresUrl === undefined)('the database pool, on PostgreSQL', { timeout: 120_000 }, () => {
+  let server: ServerProcess;
+  let url: string;
+  let checker: postgres.Sql;
+  let scratch: Awaited<ReturnType<typeof createScratchPostgresDatabase>>;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    scratch = await createScratchPostgresDatabase();
+    const checkerUrl = new URL(scratch.url);
+    checkerUrl.searchParams.set('application_name', CHECKER);
+    checker = postgres(checkerUrl.toString(), { max: 1, onnotice: () => {} });
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memstore-pool-'));
+    server = startServerProcess({
+      DATABASE_URL: scratch.url,
+      MEMSTORE_DATA_DIR: dataDir,
+      MEMSTORE_BOOTSTRAP_KEYS: `${WORKSPACE_ID}:${TOKEN}`,
+      MEMSTORE_RATE_LIMIT_PER_SECOND: '0',
+      MEMSTORE_DB_POOL_SIZE: String(POOL_SIZE),
+    });
+    url = await server.ready;
+  });
+
+  afterAll(async () => {
+    server?.child.kill('SIGTERM');
+    await server?.exited;
+    await checker?.end();
+    await scratch?.drop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const send = async (query: string, variables: Record<string, unknown> = {}) => {
+    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ query, variables }) });
+    return { status: response.status, body: (await response.json()) as { data?: Record<string, unknown>; errors?: unknown[] } };
+  };
+
+  it(`opens at most MEMSTORE_DB_POOL_SIZE connections for ${CONCURRENT} concurrent reads and writes, which all succeed`, async () => {
+    const backends = async () =>
+      Number((await checker`select count(*)::int as n from pg_stat_activity where datname = ${scratch.name} and application_name <> ${CHECKER}`)[0]!.n);
+    let most = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        most = Math.max(most, await backends());
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
+    const answers = await Promise.all(
+      Array.from({ length: CONCURRENT }, (_, n) =>
+        n % 2 === 0
+          ? send('mutation ($name: String!) { createMemoryStore(input: { name: $name }) { __typename } }', { name: `store ${n}` })
+          : // Resolved field by field, in one read snapshot that holds its connection throughout.
+            send('{ memoryStores(first: 50) { totalCount edges { node { name bindingInfo { identityTemplateCount } } } } }'),
+      ),
+    );
+    sampling = false;
+    await sampler;
+    expect(answers.map((answer) => answer.status)).toEqual(Array(CONCURRENT).fill(200));
+    expect(answers.filter((answer) => answer.body.errors !== undefined)).toEqual([]);
+    expect(answers.filter((answer) => answer.body.data!.createMemoryStore !== undefined).map((answer) => answer.body.data!.createMemoryStore)).toEqual(
+      Array(CONCURRENT / 2).fill({ __typename: 'CreateMemoryStoreSuccess' }),
+    );
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(POOL_SIZE + OWN_CONNECTIONS);
+
+    const metrics = parsePrometheusText(await (await fetch(new URL('/metrics', url))).text());
+    expect(metrics.get('memstore_db_pool_size')!.samples[0]!.value).toBe(POOL_SIZE);
+  });
+});
