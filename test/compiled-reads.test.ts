@@ -160,6 +160,30 @@ describe('reads compiled to one SQL statement', () => {
     }
   });
 
+  it('answer folder levels (MemoryStore.entries) as the resolvers do: folders, then memories, by name in byte order, in one statement', async () => {
+    const query = `query ($store: ID!, $folder: String!, $first: Int) {
+      memoryStore(id: $store) { entries(folder: $folder, first: $first) { __typename totalCount pageInfo { hasNextPage hasPreviousPage __typename }
+        edges { __typename node { __typename ... on MemoryFolder { path name memoryCount totalSize updatedAt __typename }
+          ... on Memory { ${MEMORY_FIELDS} versions(first: 1) { totalCount edges { node { number content } } } } } } } } }`;
+    for (const store of both.storeIds) {
+      for (const folder of ['', 'a/', 'notes/', 'z/', 'z/deep/', 'z/deep/path/', 'bulk/', 'missing/']) {
+        for (const first of [0, 1, 2, 3, 30, null]) await expectSameAnswer(query, { store, folder, first }, 1);
+      }
+    }
+    // Through a page of stores, with fragments on the union and on its members, aliases, and a
+    // member that selects nothing; the root's default folder.
+    await expectSameAnswer(
+      `{ memoryStores(first: 4) { edges { node { name top: entries(first: 2) { edges { node { ...Entry } } pageInfo { hasNextPage } }
+          entries { count: totalCount edges { node { ... on MemoryFolder { n: name } } } } } } } }
+       fragment Entry on MemoryEntry { kind: __typename ...Folder ... on Memory { path ... on Memory { id } } }
+       fragment Folder on MemoryFolder { memoryCount path }`,
+      undefined,
+      1,
+    );
+    // Only counts and names: no rows read.
+    await expectSameAnswer(`query ($store: ID!) { memoryStore(id: $store) { entries(folder: "notes/") { totalCount __typename pageInfo { hasPreviousPage } } } }`, { store: both.storeIds[0] }, 1);
+  });
+
   it('keep aliases, fragments of the same type and field order', async () => {
     await expectSameAnswer(
       `query { b: memoryStores(first: 2) { ...Page } a: memoryStores(first: 1) { count: totalCount } }
@@ -168,6 +192,11 @@ describe('reads compiled to one SQL statement', () => {
       undefined,
       1,
     );
+    // The same plain field twice is one value, at its first place; the same key for two different selections is the resolvers' to merge.
+    await expectSameAnswer('{ memoryStores(first: 2) { totalCount edges { node { id name ... on MemoryStore { id } } } totalCount } }', undefined, 1);
+    const merged = await countStatements(() => both.compiled.send({ query: '{ memoryStores(first: 2) { edges { node { memories(first: 1) { totalCount } memories(first: 1) { edges { node { id } } } } } } }' }));
+    expect(merged.statements).toBeGreaterThan(1);
+    await expectSameAnswer('{ memoryStores(first: 2) { edges { node { memories(first: 1) { totalCount } memories(first: 1) { edges { node { id } } } } } } }');
   });
 
   it('authenticate in the same statement: unknown and revoked keys are 401, IDENTITY keys get the resolvers\' answer', async () => {
@@ -199,7 +228,10 @@ describe('reads compiled to one SQL statement', () => {
       '{ memoryStores(first: 2) { edges { node { ... on Node { id } } } } }',
       // History and browsing fields beyond the plain ones (`number` is plain and compiled).
       '{ memoryStores(first: 2) { edges { node { memories(first: 3) { edges { node { versions(first: 2) { edges { node { number diff { additions deletions unified } } } } } } } } } } }',
-      '{ memoryStores(first: 2) { edges { node { entries(first: 3) { totalCount edges { node { __typename ... on MemoryFolder { path memoryCount } ... on Memory { id } } } } } } } }',
+      '{ memoryStores(first: 2) { edges { node { entries(first: 3) { edges { cursor node { __typename ... on MemoryFolder { path memoryCount } } } } } } } }',
+      '{ memoryStores(first: 2) { edges { node { entries(first: 3, after: "ZW50cmllczpbMCwiYSJd") { edges { node { __typename } } } } } } }',
+      '{ memoryStores(first: 2) { edges { node { entries(last: 3) { edges { node { __typename } } } } } } }',
+      '{ memoryStores(first: 2) { edges { node { entries(folder: "a") { edges { node { __typename } } } } } } }',
       '{ memoryStores(first: 2) { edges { node { memories(first: 3) { edges { node { versions(first: 2) { edges { node { restoredFrom { id } } } } } } } } } } }',
       '{ searchMemories(query: "content") { totalCount edges { score snippet { text } node { id } } } }',
     ]) {

@@ -1,6 +1,6 @@
 import { getTableColumns } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
-import { memories, memoryStores, memoryVersions } from '../db/schema.js';
+import { memories, memoryFolders, memoryStores, memoryVersions } from '../db/schema.js';
 import {
   CONTENT_MAX_BYTES,
   EXTERNAL_ID_BODY_MAX_CHARACTERS,
@@ -15,7 +15,7 @@ import {
 
 /**
  * The plain fields of the types that compiled reads answer (MemoryStore, Memory,
- * MemoryVersion), declared once: each field's column, its GraphQL type, how its value
+ * MemoryVersion, MemoryFolder), declared once: each field's column, its GraphQL type, how its value
  * renders, and the most bytes it can add to an answer. The Pothos types expose their fields
  * from this table (exposeFields below) and the read compiler renders the same fields from
  * it in SQL (read-compiler/sql.ts); test/compiled-reads.test.ts holds the two to the same
@@ -140,11 +140,20 @@ export const MEMORY_VERSION_FIELDS = fieldsOf(memoryVersions, {
   createdAt: { type: 'DateTime!', rendering: instant },
 });
 
+export const MEMORY_FOLDER_FIELDS = fieldsOf(memoryFolders, {
+  path: { type: 'String!', rendering: value, worstBytes: 2 * PATH_MAX_BYTES },
+  name: { type: 'String!', rendering: value, worstBytes: 2 * PATH_MAX_BYTES },
+  memoryCount: { type: 'Int!', rendering: value },
+  totalSize: { type: 'SafeInt!', rendering: value },
+  updatedAt: { type: 'DateTime!', rendering: instant },
+});
+
 /** The exposed fields of each type the compiler answers, by GraphQL type name. */
-export const EXPOSED_FIELDS: Record<'MemoryStore' | 'Memory' | 'MemoryVersion', Record<string, ExposedField>> = {
+export const EXPOSED_FIELDS: Record<'MemoryStore' | 'Memory' | 'MemoryVersion' | 'MemoryFolder', Record<string, ExposedField>> = {
   MemoryStore: MEMORY_STORE_FIELDS,
   Memory: MEMORY_FIELDS,
   MemoryVersion: MEMORY_VERSION_FIELDS,
+  MemoryFolder: MEMORY_FOLDER_FIELDS,
 };
 
 /**

@@ -5,6 +5,7 @@ import { memories, memoryStores, memoryVersions } from '../db/schema.js';
 import type { WorkspaceAction } from '../domain/access.js';
 import { isIdOfKind, type IdKind } from '../domain/ids.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
+import { checkFolder } from '../domain/folders.js';
 import { isMemoryCountKept, pathPrefixRange, type PathRange } from '../domain/memories/reads.js';
 import { MEMORY_LISTS, type MemoryOrder } from '../domain/memories/records.js';
 import type { KeysetOrdering } from '../domain/pagination.js';
@@ -17,8 +18,10 @@ import { EXPOSED_FIELDS, type ExposedField } from '../graphql/exposed-fields.js'
  * read — objects, their exposed fields (graphql/exposed-fields.ts), connections paged
  * forward with `first`, their counts — with no SQL in it (sql.ts writes the statement).
  * Covered: stores, their memories and the memories' versions, from `memoryStores`,
- * `memoryStore(id)` and `memory(id)`; plain fields, `edges { node }`, `pageInfo
- * { hasNextPage hasPreviousPage }`, `totalCount`, `__typename`, fragments on the very type.
+ * `memoryStore(id)` and `memory(id)`, and a store's folder level (`entries(folder:)`, whose
+ * nodes are folders or memories); plain fields, `edges { node }`, `pageInfo
+ * { hasNextPage hasPreviousPage }`, `totalCount`, `__typename`, fragments on the very type
+ * (and on a union's members), the same plain field twice.
  * Anything else — another field, a cursor, an argument beyond `first` and the plain
  * filters, a directive, a repeated response key — makes planRead return null, and the
  * resolvers answer.
@@ -40,7 +43,8 @@ export interface ObjectPlan {
 export type ObjectFieldPlan =
   | { key: ResponseKey; kind: 'typename'; typeName: string }
   | { key: ResponseKey; kind: 'exposed'; field: ExposedField }
-  | { key: ResponseKey; kind: 'connection'; connection: ConnectionPlan };
+  | { key: ResponseKey; kind: 'connection'; connection: ConnectionPlan }
+  | { key: ResponseKey; kind: 'entries'; entries: EntriesPlan };
 
 export interface ConnectionPlan {
   typeName: string;
@@ -59,11 +63,28 @@ export interface ConnectionPlan {
   fields: ConnectionFieldPlan[];
 }
 
-export type ConnectionFieldPlan =
+export type ConnectionFieldPlan<Node = ObjectPlan> =
   | { key: ResponseKey; kind: 'typename'; typeName: string }
   | { key: ResponseKey; kind: 'totalCount' }
   | { key: ResponseKey; kind: 'pageInfo'; fields: { key: ResponseKey; kind: 'typename' | 'hasNextPage' | 'hasPreviousPage' }[] }
-  | { key: ResponseKey; kind: 'edges'; fields: ({ key: ResponseKey; kind: 'typename' } | { key: ResponseKey; kind: 'node'; object: ObjectPlan })[] };
+  | { key: ResponseKey; kind: 'edges'; fields: ({ key: ResponseKey; kind: 'typename' } | { key: ResponseKey; kind: 'node'; object: Node })[] };
+
+/**
+ * A store's folder level (MemoryStore.entries, domain/folders.ts): the folders directly in
+ * `folder`, then the memories directly in it, each by name in byte order, forward from the
+ * start. Its nodes are of the union MemoryEntry: what each member selects.
+ */
+export interface EntriesPlan {
+  edgeTypeName: string;
+  folder: string;
+  size: number;
+  fields: ConnectionFieldPlan<EntryNodePlan>[];
+}
+
+export interface EntryNodePlan {
+  folder: ObjectPlan;
+  memory: ObjectPlan;
+}
 
 export type RootFieldPlan =
   | { key: ResponseKey; kind: 'typename' }
@@ -164,7 +185,16 @@ const NESTED_LISTS: Record<ObjectTypeName, Record<string, ListSpec>> = {
   MemoryStore: { memories: MEMORIES_OF_STORE },
   Memory: { versions: VERSIONS_OF_A_MEMORY },
   MemoryVersion: {},
+  MemoryFolder: {},
 };
+
+/** MemoryStore.entries (schema: graphql/types/memory-entries.ts): a union of folders and memories. */
+const ENTRIES = {
+  typeName: 'MemoryEntryConnection',
+  edgeTypeName: 'MemoryEntryEdge',
+  unionName: 'MemoryEntry',
+  members: { folder: 'MemoryFolder', memory: 'Memory' },
+} as const;
 
 /** Objects the root fetches by id. */
 const SINGLES: Record<string, { node: ObjectTypeName; table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn }; kind: IdKind; action: WorkspaceAction }> = {
@@ -176,7 +206,28 @@ const OBJECT_ACTIONS: Record<ObjectTypeName, WorkspaceAction> = {
   MemoryStore: { type: 'memoryStores.read' },
   Memory: { type: 'memories.read' },
   MemoryVersion: { type: 'memoryVersions.read' },
+  // A folder tells the paths of the memories below it.
+  MemoryFolder: { type: 'memories.read' },
 };
+
+/**
+ * Adds a field to the fields selected, by response key. The same key twice is merged as
+ * GraphQL merges it when both are the same plain field (no arguments, no selection: one
+ * value, at the first one's place); anything else is left to the resolvers.
+ */
+function addField(into: Map<string, FieldNode>, field: FieldNode): void {
+  const key = field.alias?.value ?? field.name.value;
+  const known = into.get(key);
+  if (known === undefined) into.set(key, field);
+  else if (known.name.value !== field.name.value || known.arguments?.length || field.arguments?.length || known.selectionSet || field.selectionSet) unsupported();
+}
+
+/** A page's size: `first`, or the default. Out-of-range sizes are refused by the resolvers, with their message. */
+function pageSize(args: Record<string, unknown>): number {
+  const size = args.first ?? DEFAULT_PAGE_SIZE;
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) unsupported();
+  return size;
+}
 
 function keyOf(field: FieldNode): ResponseKey {
   return { name: field.name.value, alias: field.alias?.value ?? null };
@@ -199,10 +250,7 @@ class Planner {
     for (const selection of selectionSet.selections) {
       if (selection.directives?.length) unsupported();
       if (selection.kind === Kind.FIELD) {
-        const key = selection.alias?.value ?? selection.name.value;
-        // The same key twice must be merged as GraphQL does: left to the resolvers.
-        if (into.has(key)) unsupported();
-        into.set(key, selection);
+        addField(into, selection);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         if (selection.typeCondition && selection.typeCondition.name.value !== typeName) unsupported();
         this.fields(selection.selectionSet, typeName, into);
@@ -220,6 +268,41 @@ class Planner {
     return [...into.values()];
   }
 
+  /**
+   * The fields one member of a union selects, by response key in document order (as
+   * GraphQL collects them): `__typename` on the union, and what fragments on the member, or
+   * on the union itself, select; fragments on the other members are skipped.
+   */
+  private memberFields(selectionSet: SelectionSetNode | undefined, unionName: string, memberNames: readonly string[], member: string, into = new Map<string, FieldNode>()): FieldNode[] {
+    if (!selectionSet) unsupported();
+    for (const selection of selectionSet.selections) {
+      if (selection.directives?.length) unsupported();
+      if (selection.kind === Kind.FIELD) {
+        if (selection.name.value !== '__typename') unsupported();
+        addField(into, selection);
+        continue;
+      }
+      let condition: string;
+      let selections: SelectionSetNode;
+      if (selection.kind === Kind.INLINE_FRAGMENT) {
+        condition = selection.typeCondition?.name.value ?? unionName;
+        selections = selection.selectionSet;
+      } else {
+        const fragment = this.document.definitions.find(
+          (definition) => definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === selection.name.value,
+        );
+        if (!fragment || fragment.kind !== Kind.FRAGMENT_DEFINITION || fragment.directives?.length) unsupported();
+        condition = fragment.typeCondition.name.value;
+        selections = fragment.selectionSet;
+      }
+      if (condition === member) this.fields(selections, member, into);
+      else if (condition === unionName) this.memberFields(selections, unionName, memberNames, member, into);
+      else if (!memberNames.includes(condition)) unsupported();
+    }
+    if (into.size > MAX_KEYS_PER_OBJECT) unsupported();
+    return [...into.values()];
+  }
+
   private arguments(field: FieldNode): Record<string, unknown> {
     const args: Record<string, unknown> = {};
     for (const argument of field.arguments ?? []) args[argument.name.value] = valueFromASTUntyped(argument.value, this.variables);
@@ -231,14 +314,23 @@ class Planner {
   }
 
   object(typeName: ObjectTypeName, selectionSet: SelectionSetNode | undefined): ObjectPlan {
+    return this.objectOf(typeName, this.fields(selectionSet, typeName));
+  }
+
+  private objectOf(typeName: ObjectTypeName, selected: FieldNode[]): ObjectPlan {
     this.needs(OBJECT_ACTIONS[typeName]);
     const fields: ObjectFieldPlan[] = [];
-    for (const field of this.fields(selectionSet, typeName)) {
+    for (const field of selected) {
       const name = field.name.value;
       const key = keyOf(field);
       if (name === '__typename') {
         this.worstBytes += this.multiplicity * SHORT_FIELD_BYTES;
         fields.push({ key, kind: 'typename', typeName });
+        continue;
+      }
+      if (typeName === 'MemoryStore' && name === 'entries') {
+        this.worstBytes += this.multiplicity * SHORT_FIELD_BYTES;
+        fields.push({ key, kind: 'entries', entries: this.entries(field) });
         continue;
       }
       const list = NESTED_LISTS[typeName][name];
@@ -274,38 +366,9 @@ class Planner {
     const args = this.arguments(field);
     for (const [name, given] of Object.entries(args)) if (given != null && !PAGING.includes(name) && !list.filters.includes(name)) unsupported();
     for (const name of ['last', 'after', 'before']) if (args[name] != null) unsupported();
-    const size = args.first ?? DEFAULT_PAGE_SIZE;
-    // Out-of-range sizes are refused by the resolvers, with their message.
-    if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) unsupported();
+    const size = pageSize(args);
     const ordering = list.ordering(args);
-    const fields: ConnectionFieldPlan[] = [];
-    let node: ObjectPlan | null = null;
-    for (const connectionField of this.fields(field.selectionSet, list.typeName)) {
-      const name = connectionField.name.value;
-      const key = keyOf(connectionField);
-      if (connectionField.arguments?.length) unsupported();
-      if (name === '__typename') fields.push({ key, kind: 'typename', typeName: list.typeName });
-      else if (name === 'totalCount') fields.push({ key, kind: 'totalCount' });
-      else if (name === 'pageInfo') {
-        const info = this.fields(connectionField.selectionSet, 'PageInfo').map((infoField) => {
-          const infoName = infoField.name.value;
-          if (infoField.arguments?.length) unsupported();
-          if (infoName !== 'hasNextPage' && infoName !== 'hasPreviousPage' && infoName !== '__typename') unsupported();
-          return { key: keyOf(infoField), kind: infoName === '__typename' ? ('typename' as const) : (infoName as 'hasNextPage' | 'hasPreviousPage') };
-        });
-        fields.push({ key, kind: 'pageInfo', fields: info });
-      } else if (name === 'edges') {
-        const edge = this.fields(connectionField.selectionSet, list.edgeTypeName).map((edgeField) => {
-          if (edgeField.arguments?.length) unsupported();
-          if (edgeField.name.value === '__typename') return { key: keyOf(edgeField), kind: 'typename' as const };
-          if (edgeField.name.value !== 'node') unsupported();
-          const object = this.pageOf(size, () => this.object(list.node, edgeField.selectionSet));
-          node ??= object;
-          return { key: keyOf(edgeField), kind: 'node' as const, object };
-        });
-        fields.push({ key, kind: 'edges', fields: edge });
-      } else unsupported();
-    }
+    const fields = this.connectionFields(field, list.typeName, list.edgeTypeName, size, (selectionSet) => this.object(list.node, selectionSet));
     return {
       typeName: list.typeName,
       edgeTypeName: list.edgeTypeName,
@@ -318,6 +381,60 @@ class Planner {
       columns: this.pageColumns(list, ordering, fields),
       fields,
     };
+  }
+
+  /** A connection's fields: its name, totalCount, pageInfo, and edges with their nodes (`node` plans one). */
+  private connectionFields<Node>(field: FieldNode, typeName: string, edgeTypeName: string, size: number, node: (selectionSet: SelectionSetNode | undefined) => Node): ConnectionFieldPlan<Node>[] {
+    const fields: ConnectionFieldPlan<Node>[] = [];
+    for (const connectionField of this.fields(field.selectionSet, typeName)) {
+      const name = connectionField.name.value;
+      const key = keyOf(connectionField);
+      if (connectionField.arguments?.length) unsupported();
+      if (name === '__typename') fields.push({ key, kind: 'typename', typeName });
+      else if (name === 'totalCount') fields.push({ key, kind: 'totalCount' });
+      else if (name === 'pageInfo') {
+        const info = this.fields(connectionField.selectionSet, 'PageInfo').map((infoField) => {
+          const infoName = infoField.name.value;
+          if (infoField.arguments?.length) unsupported();
+          if (infoName !== 'hasNextPage' && infoName !== 'hasPreviousPage' && infoName !== '__typename') unsupported();
+          return { key: keyOf(infoField), kind: infoName === '__typename' ? ('typename' as const) : (infoName as 'hasNextPage' | 'hasPreviousPage') };
+        });
+        fields.push({ key, kind: 'pageInfo', fields: info });
+      } else if (name === 'edges') {
+        const edge = this.fields(connectionField.selectionSet, edgeTypeName).map((edgeField) => {
+          if (edgeField.arguments?.length) unsupported();
+          if (edgeField.name.value === '__typename') return { key: keyOf(edgeField), kind: 'typename' as const };
+          if (edgeField.name.value !== 'node') unsupported();
+          return { key: keyOf(edgeField), kind: 'node' as const, object: this.pageOf(size, () => node(edgeField.selectionSet)) };
+        });
+        fields.push({ key, kind: 'edges', fields: edge });
+      } else unsupported();
+    }
+    return fields;
+  }
+
+  /** MemoryStore.entries: a folder level, forward from the start; each node plans both members of the union. */
+  private entries(field: FieldNode): EntriesPlan {
+    this.needs({ type: 'memories.read' });
+    const args = this.arguments(field);
+    for (const [name, given] of Object.entries(args)) if (given != null && name !== 'first' && name !== 'folder') unsupported();
+    // The argument's default is "" (the root); a folder the domain refuses is the resolvers' to report.
+    const folder = args.folder ?? '';
+    if (typeof folder !== 'string') unsupported();
+    try {
+      checkFolder(folder);
+    } catch {
+      unsupported();
+    }
+    const size = pageSize(args);
+    const memberNames = Object.values(ENTRIES.members);
+    const fields = this.connectionFields(field, ENTRIES.typeName, ENTRIES.edgeTypeName, size, (selectionSet) => ({
+      folder: this.objectOf('MemoryFolder', this.memberFields(selectionSet, ENTRIES.unionName, memberNames, ENTRIES.members.folder)),
+      memory: this.objectOf('Memory', this.memberFields(selectionSet, ENTRIES.unionName, memberNames, ENTRIES.members.memory)),
+    }));
+    // The statement builds one edge per row: one list of edges.
+    if (fields.filter((entry) => entry.kind === 'edges').length > 1) unsupported();
+    return { edgeTypeName: ENTRIES.edgeTypeName, folder, size, fields };
   }
 
   /**

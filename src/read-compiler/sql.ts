@@ -5,7 +5,8 @@ import type { ApiKeyKind } from '../domain/viewer.js';
 import { KEY_LOOKUP } from '../domain/api-keys.js';
 import { workspaceChangeMarkSql } from '../domain/events.js';
 import type { ExposedField } from '../graphql/exposed-fields.js';
-import type { ConnectionPlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
+import { memories, memoryFolders } from '../db/schema.js';
+import type { ConnectionPlan, EntriesPlan, EntryNodePlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
 
 /**
  * The SQL step of a compiled read: one statement that authenticates the request and builds
@@ -18,6 +19,9 @@ export const TOKEN_PLACEHOLDER = Symbol('token hash');
 
 /** The alias of the caller's API key row: the statement authenticates the request itself. */
 const KEY = 'api_key';
+
+/** The memories column drizzle does not declare (drizzle/0003_memory_folders.sql): the folder a memory lies directly in. */
+const MEMORY_FOLDER_COLUMN = 'folder';
 
 const column = (row: string, target: AnyPgColumn) => sql.raw(`${row}."${target.name}"`);
 
@@ -80,7 +84,13 @@ class StatementWriter {
   object(plan: ObjectPlan, row: string): SQL {
     const parts = plan.fields.map((field) => {
       const value =
-        field.kind === 'typename' ? literalName(field.typeName) : field.kind === 'exposed' ? exposedValue(row, field.field) : this.connection(field.connection, row);
+        field.kind === 'typename'
+          ? literalName(field.typeName)
+          : field.kind === 'exposed'
+            ? exposedValue(row, field.field)
+            : field.kind === 'entries'
+              ? this.entries(field.entries, row)
+              : this.connection(field.connection, row);
       return sql`${responseKey(field.key)}, ${value}`;
     });
     return sql`json_build_object(${sql.join(parts, sql`, `)})`;
@@ -150,6 +160,71 @@ class StatementWriter {
       select ${columnList}, row_number() over (order by ${orderBy(inner)}) as page_position
       from (select ${columnList} from ${table} ${sql.raw(inner)}
         where ${conditions(inner)} order by ${orderBy(inner)} limit ${size + 1}) ${sql.raw(inner)}
+    ) ${sql.raw(page)})`;
+  }
+
+  /**
+   * A store's folder level (domain/folders.ts): up to a page (and one row more, for
+   * hasNextPage) of the folders directly in the folder by name, and as many of the memories
+   * directly in it by path (that is, by name), each read from its index; then the first of
+   * them, folders before memories. Each row carries its whole edge, built by its member's plan.
+   */
+  entries(plan: EntriesPlan, storeRow: string): SQL {
+    const n = (this.aliases += 1);
+    const [folderRow, memoryRow, page] = [`f${n}`, `m${n}`, `e${n}`];
+    const size = plan.size;
+    const withPageInfo = plan.fields.some((field) => field.kind === 'pageInfo');
+    const rows = withPageInfo ? size + 1 : size;
+    const inFolder = {
+      folders: (row: string) =>
+        sql`${inWorkspace(row, memoryFolders)} and ${column(row, memoryFolders.memoryStoreId)} = ${sql.raw(`${storeRow}."id"`)} and ${column(row, memoryFolders.parent)} = ${plan.folder}`,
+      memories: (row: string) =>
+        sql`${inWorkspace(row, memories)} and ${column(row, memories.memoryStoreId)} = ${sql.raw(`${storeRow}."id"`)} and ${sql.raw(`${row}."${MEMORY_FOLDER_COLUMN}"`)} = ${plan.folder}`,
+    };
+    const folderTable = sql.raw(`"${getTableName(memoryFolders)}"`);
+    const memoryTable = sql.raw(`"${getTableName(memories)}"`);
+    const edges = plan.fields.find((field) => field.kind === 'edges');
+    const edgeOf = (node: (member: EntryNodePlan) => SQL) =>
+      edges
+        ? sql`json_build_object(${sql.join(
+            edges.fields.map((edgeField) => sql`${responseKey(edgeField.key)}, ${edgeField.kind === 'node' ? node(edgeField.object) : literalName(plan.edgeTypeName)}`),
+            sql`, `,
+          )})`
+        : sql`null::json`;
+    const inPage = sql.raw(`${page}.page_position <= ${size}`);
+    const order = sql.raw(`${page}.slot, ${page}.sort_key`);
+    let usesPage = false;
+    const parts = plan.fields.map((field) => {
+      let value: SQL;
+      if (field.kind === 'typename') value = literalName(field.typeName);
+      else if (field.kind === 'totalCount') {
+        const [folders, direct] = [`cf${n}`, `cm${n}`];
+        value = sql`((select count(*) from ${folderTable} ${sql.raw(folders)} where ${inFolder.folders(folders)})
+          + (select count(*) from ${memoryTable} ${sql.raw(direct)} where ${inFolder.memories(direct)}))`;
+      } else if (field.kind === 'pageInfo') {
+        const info = field.fields.map((infoField) => {
+          if (infoField.kind === 'hasNextPage') usesPage = true;
+          const infoValue = infoField.kind === 'hasNextPage' ? sql`count(*) > ${size}` : infoField.kind === 'hasPreviousPage' ? sql`false` : literalName('PageInfo');
+          return sql`${responseKey(infoField.key)}, ${infoValue}`;
+        });
+        value = sql`json_build_object(${sql.join(info, sql`, `)})`;
+      } else {
+        usesPage = true;
+        value = sql`coalesce(json_agg(${sql.raw(`${page}.edge`)} order by ${order}) ${withPageInfo ? sql`filter (where ${inPage})` : sql``}, '[]'::json)`;
+      }
+      return sql`${responseKey(field.key)}, ${value}`;
+    });
+    const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
+    if (!usesPage) return sql`(select ${object})`;
+    const byName = (row: string, target: AnyPgColumn) => column(row, target);
+    return sql`(select ${object} from (
+      select u.slot, u.sort_key, u.edge, row_number() over (order by u.slot, u.sort_key) as page_position from (
+        (select 0 as slot, ${byName(folderRow, memoryFolders.name)} as sort_key, ${edgeOf((member) => this.object(member.folder, folderRow))} as edge
+          from ${folderTable} ${sql.raw(folderRow)} where ${inFolder.folders(folderRow)} order by ${byName(folderRow, memoryFolders.name)} limit ${rows})
+        union all
+        (select 1, ${byName(memoryRow, memories.path)}, ${edgeOf((member) => this.object(member.memory, memoryRow))}
+          from ${memoryTable} ${sql.raw(memoryRow)} where ${inFolder.memories(memoryRow)} order by ${byName(memoryRow, memories.path)} limit ${rows})
+      ) u order by u.slot, u.sort_key limit ${rows}
     ) ${sql.raw(page)})`;
   }
 

@@ -1,5 +1,7 @@
 import { countEntries, entryOrdering, listEntries, type MemoryEntryRecord, type MemoryFolderRecord } from '../../domain/folders.js';
 import { builder } from '../builder.js';
+import { MEMORY_FOLDER_FIELDS } from '../exposed-fields.js';
+import { exposeFields } from './exposed.js';
 import { parseConnectionArguments, toConnection } from '../pagination.js';
 import { MemoryRef, MemoryStoreRef } from './refs.js';
 
@@ -10,11 +12,13 @@ const MemoryFolderRef = builder.objectRef<MemoryFolderRecord>('MemoryFolder').im
   description: 'A folder of a store: a path prefix ending in "/" under which memories live. Folders exist while memories lie below them; their figures count everything below, at any depth.',
   isTypeOf: (value) => (value as MemoryEntryRecord).kind === 'folder',
   fields: (t) => ({
-    path: t.exposeString('path', { description: 'The folder\'s full path, ending in "/" (pass it as `entries(folder:)` to open it).' }),
-    name: t.exposeString('name', { description: 'Its last segment, without "/".' }),
-    memoryCount: t.exposeInt('memoryCount', { description: 'How many live memories lie below it, at any depth.' }),
-    totalSize: t.field({ type: 'SafeInt', description: 'The sum of their content sizes, in UTF-8 bytes.', resolve: (folder) => folder.totalSize }),
-    updatedAt: t.field({ type: 'DateTime', description: 'The newest updatedAt of the memories below it.', resolve: (folder) => folder.updatedAt }),
+    ...exposeFields(t, MEMORY_FOLDER_FIELDS, {
+      path: 'The folder\'s full path, ending in "/" (pass it as `entries(folder:)` to open it).',
+      name: 'Its last segment, without "/".',
+      memoryCount: 'How many live memories lie below it, at any depth.',
+      totalSize: 'The sum of their content sizes, in UTF-8 bytes.',
+      updatedAt: 'The newest updatedAt of the memories below it.',
+    }),
   }),
 });
 
