@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PAGE_SIZE, SEARCH_QUERY_MAX_CHARACTERS, SEARCH_SNIPPET_MAX_LENGTH } from '../src/domain/limits.js';
+import { countStatements } from '../src/db/statement-count.js';
 import { createMemory, createStore, deleteMemory, updateMemory } from './support/builders.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
@@ -229,5 +230,20 @@ describe('searchMemories', () => {
     expect(await found('fox', { store: foreignStore.id })).toEqual([]);
     // The longest query is fine.
     expect((await search(`fox ${'x'.repeat(SEARCH_QUERY_MAX_CHARACTERS - 4)}`)).totalCount).toBe(0);
+    // A query without words is refused even where no path could match.
+    const refused = await client.send({ query: SEARCH, variables: { query: '-fox', prefix: '\u0000' } });
+    expect(refused.errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST');
+  });
+
+  it('ranks, pages, counts and reads the query\'s words for snippets in one statement (with the key\'s and the snapshot\'s)', async () => {
+    const { statements, result } = await countStatements(() => client.send({ query: SEARCH, variables: { query: 'fox dog', first: 2 } }));
+    expect(result.errors).toBeUndefined();
+    expect(result.data.searchMemories.edges.length).toBeGreaterThan(0);
+    // The key's lookup and the search (the snapshot's BEGIN and COMMIT are not counted).
+    expect(statements).toBe(2);
+    // A query without words: refused after the same statement, which ranks nothing.
+    const refused = await countStatements(() => client.send({ query: SEARCH, variables: { query: '-fox -dog' } }));
+    expect(refused.result.errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST');
+    expect(refused.statements).toBe(2);
   });
 });

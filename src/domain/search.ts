@@ -99,15 +99,17 @@ const tsquery = (query: string) => sql`websearch_to_tsquery('simple'::regconfig,
 
 /**
  * The words a hit must contain, as the index reads them (lower-cased lexemes, excluded words
- * left out). A query with none — only punctuation, or only excluded words, which no index
- * can answer — is INVALID_REQUEST.
+ * left out), from the query's tree (`querytree`). A query with none — only punctuation, or
+ * only excluded words, which no index can answer — is INVALID_REQUEST.
  */
-async function searchedLexemes(db: Database, query: SQL): Promise<string[]> {
-  const [row] = rowsOf(await db.execute(sql`select querytree(${query}) as tree`));
-  const tree = String(row?.tree ?? 'T');
-  if (tree === 'T' || tree === '') refuse('query', 'must contain at least one word to find (not only excluded words or punctuation)');
-  return [...tree.matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'"));
+function searchedLexemes(tree: unknown): string[] {
+  const text = String(tree ?? 'T');
+  if (text === 'T' || text === '') refuse('query', 'must contain at least one word to find (not only excluded words or punctuation)');
+  return [...text.matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'"));
 }
+
+/** Whether a query's tree holds a word to find: a query without one matches no hit (and reads no row). */
+const HAS_WORDS = sql`querytree(q.query) not in ('T', '')`;
 
 /** The memory columns a hit reads as they are (metadata and the instants are rendered apart). */
 const HIT_COLUMNS = sql.raw(
@@ -140,26 +142,31 @@ function conditions(viewer: Viewer, filter: SearchFilter): SQL[] | null {
 export async function searchMemories(db: Database, viewer: Viewer, filter: SearchFilter, size: number, after: SearchCursor | null): Promise<SearchPage> {
   checkSearchFilter(filter);
   const query = tsquery(filter.query);
-  const lexemes = await searchedLexemes(db, query);
   const where = conditions(viewer, filter);
-  if (!where) return { hits: [], total: 0, hasNextPage: false, hasPreviousPage: false };
+  if (!where) {
+    // No path can match: the query is still checked.
+    searchedLexemes(rowsOf(await db.execute(sql`select querytree(${query}) as tree`))[0]?.tree);
+    return { hits: [], total: 0, hasNextPage: false, hasPreviousPage: false };
+  }
   const beyond = after
     ? sql`(r.score < ${after.score}::float8 or (r.score = ${after.score}::float8 and (r.path, r.id) > (${after.path}::text collate "C", ${after.id}::text collate "C")))`
     : sql`true`;
+  // The query's tree comes with the hits, for their snippets; a query without words reads nothing.
   const result = await db.execute(sql`
     with ranked as materialized (
       select m.id, m.path, ts_rank_cd(m.search_vector, q.query)::float8 as score
       from memories m, ${query} as q(query)
-      where ${sql.join(where, sql` and `)}),
+      where ${HAS_WORDS} and ${sql.join(where, sql` and `)}),
     page as (select r.id, r.path, r.score from ranked r where ${beyond} order by r.score desc, r.path asc, r.id asc limit ${size + 1}),
     stats as (select count(*)::int as total, coalesce(bool_or(not ${beyond}), false) as behind from ranked r)
-    select stats.total, stats.behind, p.score as score, ${HIT_COLUMNS}, m.metadata::text as metadata,
+    select querytree(${query}) as tree, stats.total, stats.behind, p.score as score, ${HIT_COLUMNS}, m.metadata::text as metadata,
       (extract(epoch from m.created_at) * 1000)::float8 as created_at_ms, (extract(epoch from m.updated_at) * 1000)::float8 as updated_at_ms
     from stats
       left join page p on true
       left join memories m on m.workspace_id = ${viewer.workspaceId} and m.id = p.id
     order by p.score desc nulls last, p.path asc, p.id asc`);
   const rows = rowsOf(result);
+  const lexemes = searchedLexemes(rows[0]?.tree);
   const total = Number(rows[0]?.total ?? 0);
   const hasPreviousPage = after !== null && rows[0]?.behind === true;
   const found = rows.filter((row) => row.id != null);
