@@ -76,6 +76,18 @@ function literalName(text: string): SQL {
   return sql.raw(`'${text}'::text`);
 }
 
+/**
+ * A page's pageInfo, as an aggregate over the page's rows (a page of `size` rows and one
+ * more): only hasNextPage reads them; hasPreviousPage is false going forward from the start.
+ */
+function pageInfoValue(fields: { key: ResponseKey; kind: 'typename' | 'hasNextPage' | 'hasPreviousPage' }[], size: number): SQL {
+  const info = fields.map((infoField) => {
+    const infoValue = infoField.kind === 'hasNextPage' ? sql`count(*) > ${size}` : infoField.kind === 'hasPreviousPage' ? sql`false` : literalName('PageInfo');
+    return sql`${responseKey(infoField.key)}, ${infoValue}`;
+  });
+  return sql`json_build_object(${sql.join(info, sql`, `)})`;
+}
+
 const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }) => sql`${column(row, table.workspaceId)} = ${sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`)}`;
 
 class StatementWriter {
@@ -128,13 +140,8 @@ class StatementWriter {
             ? column(parentRow, plan.keptCount)
             : sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
       } else if (field.kind === 'pageInfo') {
-        const info = field.fields.map((infoField) => {
-          // Only hasNextPage reads the page (as an aggregate over it); the rest are constants.
-          if (infoField.kind === 'hasNextPage') usesPage = true;
-          const infoValue = infoField.kind === 'hasNextPage' ? sql`count(*) > ${size}` : infoField.kind === 'hasPreviousPage' ? sql`false` : literalName('PageInfo');
-          return sql`${responseKey(infoField.key)}, ${infoValue}`;
-        });
-        value = sql`json_build_object(${sql.join(info, sql`, `)})`;
+        usesPage ||= field.fields.some((infoField) => infoField.kind === 'hasNextPage');
+        value = pageInfoValue(field.fields, size);
       } else {
         usesPage = true;
         const edge = field.fields.map((edgeField) => {
@@ -202,12 +209,8 @@ class StatementWriter {
         value = sql`((select count(*) from ${folderTable} ${sql.raw(folders)} where ${inFolder.folders(folders)})
           + (select count(*) from ${memoryTable} ${sql.raw(direct)} where ${inFolder.memories(direct)}))`;
       } else if (field.kind === 'pageInfo') {
-        const info = field.fields.map((infoField) => {
-          if (infoField.kind === 'hasNextPage') usesPage = true;
-          const infoValue = infoField.kind === 'hasNextPage' ? sql`count(*) > ${size}` : infoField.kind === 'hasPreviousPage' ? sql`false` : literalName('PageInfo');
-          return sql`${responseKey(infoField.key)}, ${infoValue}`;
-        });
-        value = sql`json_build_object(${sql.join(info, sql`, `)})`;
+        usesPage ||= field.fields.some((infoField) => infoField.kind === 'hasNextPage');
+        value = pageInfoValue(field.fields, size);
       } else {
         usesPage = true;
         value = sql`coalesce(json_agg(${sql.raw(`${page}.edge`)} order by ${order}) ${withPageInfo ? sql`filter (where ${inPage})` : sql``}, '[]'::json)`;
