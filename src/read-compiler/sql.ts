@@ -172,9 +172,10 @@ class StatementWriter {
 
   /**
    * A store's folder level (domain/folders.ts): up to a page (and one row more, for
-   * hasNextPage) of the folders directly in the folder by name, and as many of the memories
-   * directly in it by path (that is, by name), each read from its index; then the first of
-   * them, folders before memories. Each row carries its whole edge, built by its member's plan.
+   * hasNextPage) of the names of the folders directly in the folder, and as many of the
+   * memories directly in it (by path, that is by name), each from its index; the first of
+   * them, folders before memories; then, for those rows alone, their folder or memory and
+   * its edge, as its member of the union selects it.
    */
   entries(plan: EntriesPlan, storeRow: string): SQL {
     const n = (this.aliases += 1);
@@ -182,24 +183,21 @@ class StatementWriter {
     const size = plan.size;
     const withPageInfo = plan.fields.some((field) => field.kind === 'pageInfo');
     const rows = withPageInfo ? size + 1 : size;
+    const store = sql.raw(`${storeRow}."id"`);
     const inFolder = {
-      folders: (row: string) =>
-        sql`${inWorkspace(row, memoryFolders)} and ${column(row, memoryFolders.memoryStoreId)} = ${sql.raw(`${storeRow}."id"`)} and ${column(row, memoryFolders.parent)} = ${plan.folder}`,
+      folders: (row: string) => sql`${inWorkspace(row, memoryFolders)} and ${column(row, memoryFolders.memoryStoreId)} = ${store} and ${column(row, memoryFolders.parent)} = ${plan.folder}`,
       memories: (row: string) =>
-        sql`${inWorkspace(row, memories)} and ${column(row, memories.memoryStoreId)} = ${sql.raw(`${storeRow}."id"`)} and ${sql.raw(`${row}."${MEMORY_FOLDER_COLUMN}"`)} = ${plan.folder}`,
+        sql`${inWorkspace(row, memories)} and ${column(row, memories.memoryStoreId)} = ${store} and ${sql.raw(`${row}."${MEMORY_FOLDER_COLUMN}"`)} = ${plan.folder}`,
     };
     const folderTable = sql.raw(`"${getTableName(memoryFolders)}"`);
     const memoryTable = sql.raw(`"${getTableName(memories)}"`);
     const edges = plan.fields.find((field) => field.kind === 'edges');
     const edgeOf = (node: (member: EntryNodePlan) => SQL) =>
-      edges
-        ? sql`json_build_object(${sql.join(
-            edges.fields.map((edgeField) => sql`${responseKey(edgeField.key)}, ${edgeField.kind === 'node' ? node(edgeField.object) : literalName(plan.edgeTypeName)}`),
-            sql`, `,
-          )})`
-        : sql`null::json`;
-    const inPage = sql.raw(`${page}.page_position <= ${size}`);
-    const order = sql.raw(`${page}.slot, ${page}.sort_key`);
+      sql`json_build_object(${sql.join(
+        edges!.fields.map((edgeField) => sql`${responseKey(edgeField.key)}, ${edgeField.kind === 'node' ? node(edgeField.object) : literalName(plan.edgeTypeName)}`),
+        sql`, `,
+      )})`;
+    const at = (name: string) => sql.raw(`${page}.${name}`);
     let usesPage = false;
     const parts = plan.fields.map((field) => {
       let value: SQL;
@@ -213,22 +211,28 @@ class StatementWriter {
         value = pageInfoValue(field.fields, size);
       } else {
         usesPage = true;
-        value = sql`coalesce(json_agg(${sql.raw(`${page}.edge`)} order by ${order}) ${withPageInfo ? sql`filter (where ${inPage})` : sql``}, '[]'::json)`;
+        const edge = sql`case when ${at('slot')} = 0 then ${edgeOf((member) => this.object(member.folder, folderRow))} else ${edgeOf((member) => this.object(member.memory, memoryRow))} end`;
+        value = sql`coalesce(json_agg(${edge} order by ${at('slot')}, ${at('sort_key')}) ${withPageInfo ? sql`filter (where ${at('page_position')} <= ${size})` : sql``}, '[]'::json)`;
       }
       return sql`${responseKey(field.key)}, ${value}`;
     });
     const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
     if (!usesPage) return sql`(select ${object})`;
-    const byName = (row: string, target: AnyPgColumn) => column(row, target);
+    const folderName = column(folderRow, memoryFolders.name);
+    const memoryPath = column(memoryRow, memories.path);
+    // The page's rows by their keys (a folder's path, a memory's id); only those are read whole.
     return sql`(select ${object} from (
-      select u.slot, u.sort_key, u.edge, row_number() over (order by u.slot, u.sort_key) as page_position from (
-        (select 0 as slot, ${byName(folderRow, memoryFolders.name)} as sort_key, ${edgeOf((member) => this.object(member.folder, folderRow))} as edge
-          from ${folderTable} ${sql.raw(folderRow)} where ${inFolder.folders(folderRow)} order by ${byName(folderRow, memoryFolders.name)} limit ${rows})
-        union all
-        (select 1, ${byName(memoryRow, memories.path)}, ${edgeOf((member) => this.object(member.memory, memoryRow))}
-          from ${memoryTable} ${sql.raw(memoryRow)} where ${inFolder.memories(memoryRow)} order by ${byName(memoryRow, memories.path)} limit ${rows})
-      ) u order by u.slot, u.sort_key limit ${rows}
-    ) ${sql.raw(page)})`;
+        select u.slot, u.sort_key, u.key, row_number() over (order by u.slot, u.sort_key) as page_position from (
+          (select 0 as slot, ${folderName} as sort_key, ${column(folderRow, memoryFolders.path)} as key
+            from ${folderTable} ${sql.raw(folderRow)} where ${inFolder.folders(folderRow)} order by ${folderName} limit ${rows})
+          union all
+          (select 1, ${memoryPath}, ${column(memoryRow, memories.id)}
+            from ${memoryTable} ${sql.raw(memoryRow)} where ${inFolder.memories(memoryRow)} order by ${memoryPath} limit ${rows})
+        ) u order by u.slot, u.sort_key limit ${rows}
+      ) ${sql.raw(page)}
+      left join ${folderTable} ${sql.raw(folderRow)} on ${at('slot')} = 0 and ${inWorkspace(folderRow, memoryFolders)}
+        and ${column(folderRow, memoryFolders.memoryStoreId)} = ${store} and ${column(folderRow, memoryFolders.path)} = ${at('key')}
+      left join ${memoryTable} ${sql.raw(memoryRow)} on ${at('slot')} = 1 and ${inWorkspace(memoryRow, memories)} and ${column(memoryRow, memories.id)} = ${at('key')})`;
   }
 
   /** The statement; without a plan, the key and the mark alone. */
