@@ -184,6 +184,27 @@ describe('reads compiled to one SQL statement', () => {
     await expectSameAnswer(`query ($store: ID!) { memoryStore(id: $store) { entries(folder: "notes/") { totalCount __typename pageInfo { hasPreviousPage } } } }`, { store: both.storeIds[0] }, 1);
   });
 
+  it('answer variables JSON cannot write back as the resolvers do, whatever came before: 1e400 after null, a variable named __proto__', async () => {
+    // Both apps share the process's kept compiled reads: each request goes to the compiled app first.
+    const same = async (body: string) => {
+      const compiled = await both.compiled.send(body);
+      const resolvers = await both.resolvers.send(body);
+      expect({ status: compiled.status, data: compiled.data, errors: compiled.errors }, body).toEqual({ status: resolvers.status, data: resolvers.data, errors: resolvers.errors });
+      return compiled;
+    };
+    const paged = JSON.stringify('query ($n: Int) { memoryStores(first: $n) { totalCount edges { node { id } } } }');
+    expect((await same(`{"query":${paged},"variables":{"n":null}}`)).status).toBe(200);
+    for (const n of ['1e400', '-1e400']) expect((await same(`{"query":${paged},"variables":{"n":${n}}}`)).status).toBe(400);
+    const listing = (folder: string) =>
+      JSON.stringify({
+        query: 'query ($__proto__: String!, $store: ID!) { memoryStore(id: $store) { entries(folder: $__proto__) { totalCount edges { node { ... on MemoryFolder { path } ... on Memory { path } } } } } }',
+        variables: { store: both.storeIds[0] },
+      }).replace('"variables":{', `"variables":{"__proto__":${JSON.stringify(folder)},`);
+    const [notes, top] = [await same(listing('notes/')), await same(listing('z/'))];
+    expect(notes.errors).toBeUndefined();
+    expect(top.errors).toBeUndefined();
+  });
+
   it('keep aliases, fragments of the same type and field order', async () => {
     await expectSameAnswer(
       `query { b: memoryStores(first: 2) { ...Page } a: memoryStores(first: 1) { count: totalCount } }

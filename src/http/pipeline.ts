@@ -314,17 +314,24 @@ function keyOf(operation: OperationDefinitionNode, variables: Record<string, unk
   // Only the declared variables count (the others are ignored); values nested too deep to
   // write out (a body may hold thousands of levels) or too long are no key.
   // An absent variable (its default applies) and a null one differ: absent ones are left out.
-  const declared: Record<string, unknown> = {};
+  // Without a prototype, a variable named __proto__ is a key like any other.
+  const declared: Record<string, unknown> = Object.create(null);
   for (const definition of operation.variableDefinitions ?? []) {
     const name = definition.variable.name.value;
     if (variables !== undefined && Object.hasOwn(variables, name)) declared[name] = variables[name];
   }
+  // JSON writes Infinity and NaN (1e400 in a body) as null, which they are not: such values are no key.
+  let finite = true;
   let text: string;
   try {
-    text = JSON.stringify(declared);
+    text = JSON.stringify(declared, (_name, value: unknown) => {
+      if (typeof value === 'number' && !Number.isFinite(value)) finite = false;
+      return value;
+    });
   } catch {
     return null;
   }
+  if (!finite) return null;
   if (text.length > MAX_CACHED_VARIABLES_BYTES) return null;
   let number = operationNumbers.get(operation);
   if (number === undefined) operationNumbers.set(operation, (number = (nextOperationNumber += 1)));

@@ -88,6 +88,9 @@ export function compileRead(
   runRaw?: RunStatementRaw,
 ): CompiledRead | null {
   if (operation.operation !== 'query') return null;
+  // A variable named __proto__ is dropped by the resolvers' executor (it coerces into a plain
+  // object) and kept by graphql's own coercion: left to the resolvers, the answer is theirs.
+  if (operation.variableDefinitions?.some((definition) => definition.variable.name.value === '__proto__')) return null;
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
   if (coerced.errors) return null;
   const plan = planRead(document, operation, coerced.coerced);
