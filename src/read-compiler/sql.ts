@@ -211,7 +211,12 @@ class StatementWriter {
         value = pageInfoValue(field.fields, size);
       } else {
         usesPage = true;
-        const edge = sql`case when ${at('slot')} = 0 then ${edgeOf((member) => this.object(member.folder, folderRow))} else ${edgeOf((member) => this.object(member.memory, memoryRow))} end`;
+        // Each row's folder (by its folder and name, the index it was listed from) or memory (by its id), in the branch its slot takes.
+        const edge = sql`case when ${at('slot')} = 0
+          then (select ${edgeOf((member) => this.object(member.folder, folderRow))} from ${folderTable} ${sql.raw(folderRow)}
+            where ${inFolder.folders(folderRow)} and ${column(folderRow, memoryFolders.name)} = ${at('sort_key')})
+          else (select ${edgeOf((member) => this.object(member.memory, memoryRow))} from ${memoryTable} ${sql.raw(memoryRow)}
+            where ${inWorkspace(memoryRow, memories)} and ${column(memoryRow, memories.id)} = ${at('key')}) end`;
         value = sql`coalesce(json_agg(${edge} order by ${at('slot')}, ${at('sort_key')}) ${withPageInfo ? sql`filter (where ${at('page_position')} <= ${size})` : sql``}, '[]'::json)`;
       }
       return sql`${responseKey(field.key)}, ${value}`;
@@ -220,19 +225,16 @@ class StatementWriter {
     if (!usesPage) return sql`(select ${object})`;
     const folderName = column(folderRow, memoryFolders.name);
     const memoryPath = column(memoryRow, memories.path);
-    // The page's rows by their keys (a folder's path, a memory's id); only those are read whole.
+    // The page's rows by their names (and a memory's id); only those are read whole.
     return sql`(select ${object} from (
         select u.slot, u.sort_key, u.key, row_number() over (order by u.slot, u.sort_key) as page_position from (
-          (select 0 as slot, ${folderName} as sort_key, ${column(folderRow, memoryFolders.path)} as key
+          (select 0 as slot, ${folderName} as sort_key, null::text as key
             from ${folderTable} ${sql.raw(folderRow)} where ${inFolder.folders(folderRow)} order by ${folderName} limit ${rows})
           union all
           (select 1, ${memoryPath}, ${column(memoryRow, memories.id)}
             from ${memoryTable} ${sql.raw(memoryRow)} where ${inFolder.memories(memoryRow)} order by ${memoryPath} limit ${rows})
         ) u order by u.slot, u.sort_key limit ${rows}
-      ) ${sql.raw(page)}
-      left join ${folderTable} ${sql.raw(folderRow)} on ${at('slot')} = 0 and ${inWorkspace(folderRow, memoryFolders)}
-        and ${column(folderRow, memoryFolders.memoryStoreId)} = ${store} and ${column(folderRow, memoryFolders.path)} = ${at('key')}
-      left join ${memoryTable} ${sql.raw(memoryRow)} on ${at('slot')} = 1 and ${inWorkspace(memoryRow, memories)} and ${column(memoryRow, memories.id)} = ${at('key')})`;
+      ) ${sql.raw(page)})`;
   }
 
   /** The statement; without a plan, the key and the mark alone. */
