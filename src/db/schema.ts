@@ -135,6 +135,9 @@ export const memories = pgTable(
   ],
 );
 
+/** The column of `memories` that holds the folder a memory lies directly in (see memoryFolders below). */
+export const MEMORY_FOLDER_COLUMN = 'folder';
+
 /**
  * One row per folder of a store that holds memories (a path prefix ending in "/", at any
  * depth): how many live memories lie below it, their bytes and their newest updatedAt.

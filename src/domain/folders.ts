@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, gt, gte, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { memories, memoryFolders } from '../db/schema.js';
+import { MEMORY_FOLDER_COLUMN, memories, memoryFolders } from '../db/schema.js';
 import { InvalidRequestError } from './errors.js';
 import { MEMORY_LISTS, type MemorySummary } from './memories/records.js';
 import type { KeysetOrdering, KeyValue, Page, PageWindow } from './pagination.js';
@@ -59,7 +59,7 @@ export function checkFolder(folder: string): void {
 const memorySummaryColumns = MEMORY_LISTS.PATH_ASC.columns;
 
 /** The memories column drizzle does not declare (drizzle/0003_memory_folders.sql). */
-const memoryFolderColumn = sql`${memories}.folder`;
+const memoryFolderColumn = sql`${memories}.${sql.identifier(MEMORY_FOLDER_COLUMN)}`;
 
 type Bound = { key: EntryKey; inclusive: boolean };
 

@@ -1,6 +1,6 @@
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { getTableColumns } from 'drizzle-orm';
-import { Kind, valueFromASTUntyped, type DocumentNode, type FieldNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import { Kind, valueFromASTUntyped, type DocumentNode, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { WorkspaceAction } from '../domain/access.js';
 import { isIdOfKind } from '../domain/ids.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
@@ -31,7 +31,6 @@ export interface ResponseKey {
   name: string;
   alias: string | null;
 }
-
 
 export interface ObjectPlan {
   typeName: ObjectTypeName;
@@ -150,12 +149,8 @@ class Planner {
         if (selection.typeCondition && selection.typeCondition.name.value !== typeName) unsupported();
         this.fields(selection.selectionSet, typeName, into);
       } else {
-        const fragment = this.document.definitions.find(
-          (definition) => definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === selection.name.value,
-        );
-        if (!fragment || fragment.kind !== Kind.FRAGMENT_DEFINITION || fragment.typeCondition.name.value !== typeName || fragment.directives?.length) {
-          unsupported();
-        }
+        const fragment = this.fragment(selection.name.value);
+        if (fragment.typeCondition.name.value !== typeName) unsupported();
         this.fields(fragment.selectionSet, typeName, into);
       }
     }
@@ -163,12 +158,20 @@ class Planner {
     return [...into.values()];
   }
 
+  /** The fragment a spread names; one with directives is left to the resolvers. */
+  private fragment(name: string): FragmentDefinitionNode {
+    const fragment = this.document.definitions.find((definition) => definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === name);
+    if (!fragment || fragment.kind !== Kind.FRAGMENT_DEFINITION || fragment.directives?.length) unsupported();
+    return fragment;
+  }
+
   /**
    * The fields one member of a union selects, by response key in document order (as
    * GraphQL collects them): `__typename` on the union, and what fragments on the member, or
    * on the union itself, select; fragments on the other members are skipped.
    */
-  private memberFields(selectionSet: SelectionSetNode | undefined, unionName: string, memberNames: readonly string[], member: string, into = new Map<string, FieldNode>()): FieldNode[] {
+  private memberFields(selectionSet: SelectionSetNode | undefined, member: ObjectTypeName, into = new Map<string, FieldNode>()): FieldNode[] {
+    const { unionName, members } = ENTRIES;
     if (!selectionSet) unsupported();
     for (const selection of selectionSet.selections) {
       if (selection.directives?.length) unsupported();
@@ -183,16 +186,13 @@ class Planner {
         condition = selection.typeCondition?.name.value ?? unionName;
         selections = selection.selectionSet;
       } else {
-        const fragment = this.document.definitions.find(
-          (definition) => definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === selection.name.value,
-        );
-        if (!fragment || fragment.kind !== Kind.FRAGMENT_DEFINITION || fragment.directives?.length) unsupported();
+        const fragment = this.fragment(selection.name.value);
         condition = fragment.typeCondition.name.value;
         selections = fragment.selectionSet;
       }
       if (condition === member) this.fields(selections, member, into);
-      else if (condition === unionName) this.memberFields(selections, unionName, memberNames, member, into);
-      else if (!memberNames.includes(condition)) unsupported();
+      else if (condition === unionName) this.memberFields(selections, member, into);
+      else if (!Object.values<string>(members).includes(condition)) unsupported();
     }
     if (into.size > MAX_KEYS_PER_OBJECT) unsupported();
     return [...into.values()];
@@ -223,7 +223,7 @@ class Planner {
         fields.push({ key, kind: 'typename', typeName });
         continue;
       }
-      if (typeName === 'MemoryStore' && name === 'entries') {
+      if (typeName === ENTRIES.parent && name === ENTRIES.field) {
         this.worstBytes += this.multiplicity * SHORT_FIELD_BYTES;
         fields.push({ key, kind: 'entries', entries: this.entries(field) });
         continue;
@@ -322,10 +322,10 @@ class Planner {
       unsupported();
     }
     const size = pageSize(args);
-    const memberNames = Object.values(ENTRIES.members);
+    const { folder: folderType, memory: memoryType } = ENTRIES.members;
     const fields = this.connectionFields(field, ENTRIES.typeName, ENTRIES.edgeTypeName, size, (selectionSet) => ({
-      folder: this.objectOf('MemoryFolder', this.memberFields(selectionSet, ENTRIES.unionName, memberNames, ENTRIES.members.folder)),
-      memory: this.objectOf('Memory', this.memberFields(selectionSet, ENTRIES.unionName, memberNames, ENTRIES.members.memory)),
+      folder: this.objectOf(folderType, this.memberFields(selectionSet, folderType)),
+      memory: this.objectOf(memoryType, this.memberFields(selectionSet, memoryType)),
     }));
     // The statement builds one edge per row: one list of edges.
     if (fields.filter((entry) => entry.kind === 'edges').length > 1) unsupported();

@@ -101,6 +101,8 @@ export const NESTED_LISTS: Record<ObjectTypeName, Record<string, ListSpec>> = {
 
 /** MemoryStore.entries (schema: graphql/types/memory-entries.ts): a union of folders and memories. */
 export const ENTRIES = {
+  parent: 'MemoryStore',
+  field: 'entries',
   typeName: 'MemoryEntryConnection',
   edgeTypeName: 'MemoryEntryEdge',
   unionName: 'MemoryEntry',

@@ -5,7 +5,7 @@ import type { ApiKeyKind } from '../domain/viewer.js';
 import { KEY_LOOKUP } from '../domain/api-keys.js';
 import { workspaceChangeMarkSql } from '../domain/events.js';
 import type { ExposedField } from '../graphql/exposed-fields.js';
-import { memories, memoryFolders } from '../db/schema.js';
+import { MEMORY_FOLDER_COLUMN, memories, memoryFolders } from '../db/schema.js';
 import type { ConnectionPlan, EntriesPlan, EntryNodePlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
 
 /**
@@ -19,9 +19,6 @@ export const TOKEN_PLACEHOLDER = Symbol('token hash');
 
 /** The alias of the caller's API key row: the statement authenticates the request itself. */
 const KEY = 'api_key';
-
-/** The memories column drizzle does not declare (drizzle/0003_memory_folders.sql): the folder a memory lies directly in. */
-const MEMORY_FOLDER_COLUMN = 'folder';
 
 const column = (row: string, target: AnyPgColumn) => sql.raw(`${row}."${target.name}"`);
 
@@ -191,12 +188,6 @@ class StatementWriter {
     };
     const folderTable = sql.raw(`"${getTableName(memoryFolders)}"`);
     const memoryTable = sql.raw(`"${getTableName(memories)}"`);
-    const edges = plan.fields.find((field) => field.kind === 'edges');
-    const edgeOf = (node: (member: EntryNodePlan) => SQL) =>
-      sql`json_build_object(${sql.join(
-        edges!.fields.map((edgeField) => sql`${responseKey(edgeField.key)}, ${edgeField.kind === 'node' ? node(edgeField.object) : literalName(plan.edgeTypeName)}`),
-        sql`, `,
-      )})`;
     const at = (name: string) => sql.raw(`${page}.${name}`);
     let usesPage = false;
     const parts = plan.fields.map((field) => {
@@ -211,6 +202,12 @@ class StatementWriter {
         value = pageInfoValue(field.fields, size);
       } else {
         usesPage = true;
+        const edgeFields = field.fields;
+        const edgeOf = (node: (member: EntryNodePlan) => SQL) =>
+          sql`json_build_object(${sql.join(
+            edgeFields.map((edgeField) => sql`${responseKey(edgeField.key)}, ${edgeField.kind === 'node' ? node(edgeField.object) : literalName(plan.edgeTypeName)}`),
+            sql`, `,
+          )})`;
         // Each row's folder (by its folder and name, the index it was listed from) or memory (by its id), in the branch its slot takes.
         const edge = sql`case when ${at('slot')} = 0
           then (select ${edgeOf((member) => this.object(member.folder, folderRow))} from ${folderTable} ${sql.raw(folderRow)}
