@@ -198,12 +198,8 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
       return;
     }
     if (!operation) return;
-    let document: DocumentNode;
-    try {
-      document = pipeline.parse(request, operation.query);
-    } catch {
-      return;
-    }
+    const document = parsedDocument(pipeline, request, operation.query);
+    if (!document) return;
     // Yoga refuses anything but a query over GET before it validates: so is it handed over.
     const selected = selectOperation(document, operation.operationName);
     if (!selected || selected.operation !== 'query' || pipeline.validate(request, document).length > 0) return;
@@ -226,13 +222,17 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
   };
 }
 
-/** The parsed, valid document for a query text, or null when Yoga should report its errors. */
-function validDocument(pipeline: RequestPipeline, request: Request, query: string): DocumentNode | null {
-  let document: DocumentNode;
+/** The parsed document for a query text, or null when Yoga should report its parse error. */
+function parsedDocument(pipeline: RequestPipeline, request: Request, query: string): DocumentNode | null {
   try {
-    document = pipeline.parse(request, query);
+    return pipeline.parse(request, query);
   } catch {
     return null;
   }
-  return pipeline.validate(request, document).length === 0 ? document : null;
+}
+
+/** The parsed, valid document for a query text, or null when Yoga should report its errors. */
+function validDocument(pipeline: RequestPipeline, request: Request, query: string): DocumentNode | null {
+  const document = parsedDocument(pipeline, request, query);
+  return document && pipeline.validate(request, document).length === 0 ? document : null;
 }

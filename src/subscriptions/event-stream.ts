@@ -31,17 +31,17 @@ export interface StreamTransport {
   sink?: StreamSink;
 }
 
-/**
- * Where a stream's events go when they are written to the consumer's connection directly
- * (http/direct-delivery.ts), in stream order. The stream's iterator then yields only what
- * the sink hands back (`fallBack`) and the stream's last item.
- */
 /** What a sink asks of its stream. */
 export interface SinkStream {
   fallBack(payloads: MemoryEventPayload[]): void;
   close(): void;
 }
 
+/**
+ * Where a stream's events go when they are written to the consumer's connection directly
+ * (http/direct-delivery.ts), in stream order. The stream's iterator then yields only what
+ * the sink hands back (`fallBack`) and the stream's last item.
+ */
 export interface StreamSink {
   /** The stream this sink writes for: what it cannot write, it hands back to the stream's iterator; a connection gone ends it. */
   attach(stream: SinkStream): void;

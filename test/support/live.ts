@@ -145,7 +145,6 @@ export function subscribeWs(url: string, token: string | null, query: string, va
   return { ...stream, ended, client, close: () => (dispose(), void client.dispose()) };
 }
 
-/** The app on a real port with the WebSocket transport attached, as src/server.ts runs it. */
 /** A test app listening on a real port, with its WebSocket transport (listenWithWebSocket). */
 export interface Listening {
   url: string;
@@ -155,6 +154,7 @@ export interface Listening {
   close: () => Promise<void>;
 }
 
+/** The app on a real port with the WebSocket transport attached, as src/server.ts runs it. */
 export async function listenWithWebSocket(app: App): Promise<Listening> {
   const server = createServer(app);
   const webSocket = attachWebSocket(server, app, silentLogger);
