@@ -204,3 +204,33 @@ describe('upgrading from 0006_memory_search (before change marks)', () => {
     }
   });
 });
+
+describe('upgrading from 0007_workspace_event_positions (before announcements after commit)', () => {
+  it('keeps every event and change mark, and no trigger is left on the events table to notify inside a writing transaction', async () => {
+    const database = await openDatabaseAtLevel('0007_workspace_event_positions');
+    try {
+      const store = 'memstore_0000000000000000000a';
+      await database.exec(`
+        insert into workspaces values ('upgrade', '${at}');
+        insert into memory_stores values ('upgrade', '${store}', 'notes', '', 'active', 0, 0, '{}', false, null, null, '${at}', '${at}', null);
+        insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values ('upgrade', 'store_created', '${store}', '${at}');
+      `);
+      const triggers = `select tgname::text as name from pg_trigger where tgrelid = 'memory_events'::regclass and not tgisinternal`;
+      expect(await database.query(triggers)).toEqual([{ name: 'memory_events_notify' }]);
+      const before = await database.query<{ id: number; xid: string }>('select id::int as id, xid::text as xid from memory_events order by xid, id');
+
+      await database.migrateToLatest();
+
+      expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
+      expect(await database.query('select id::int as id, xid::text as xid from memory_events order by xid, id')).toEqual(before);
+      expect(await readWorkspaceChangeMark(database.db, 'upgrade')).toBe(`${before[0]!.xid}.${before[0]!.id}`);
+      expect(await database.query(triggers)).toEqual([]);
+      expect(await database.query(`select proname::text from pg_proc where proname = 'memory_events_notify'`)).toEqual([]);
+      // Events are still written after the upgrade.
+      await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: store, occurredAt: new Date(at) });
+      expect(await database.query<{ count: number }>('select count(*)::int as count from memory_events')).toEqual([{ count: 2 }]);
+    } finally {
+      await database.close();
+    }
+  });
+});

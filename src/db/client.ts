@@ -8,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
+import { ANNOUNCEMENTS_APPLICATION_NAME, announcingTransactions, createAnnouncer, EVENTS_CHANNEL, localAnnouncements } from './announcements.js';
 import { lockDataDir } from './data-dir-lock.js';
 import * as schema from './schema.js';
 import { checkDeadline, observeStatement } from './deadline.js';
@@ -64,7 +65,9 @@ export interface DatabaseHandle {
   watchPool(): () => PoolUse;
   /**
    * LISTEN on a channel (PostgreSQL: one connection of its own, reconnected by postgres.js;
-   * PGlite: its `listen`). Resolves with the function that stops listening.
+   * PGlite, which one process holds: this process's announcements). Resolves with the
+   * function that stops listening. Committed writes are announced on EVENTS_CHANNEL
+   * (./announcements.ts).
    */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
 }
@@ -210,9 +213,11 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   const statements = oneStatementAtATime(client, demand);
   const db = drizzlePglite({ client: statements, schema, logger }) as unknown as Database;
   let closed = false;
+  const { announcer, listen } = localAnnouncements();
   const close = async () => {
     if (closed) return;
     closed = true;
+    announcer.close();
     try {
       await client.close();
     } finally {
@@ -226,6 +231,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     await close();
     throw error;
   }
+  const readTransaction = announcingTransactions(db, announcer);
   return {
     db,
     run: async (text, params) => {
@@ -237,14 +243,9 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
       await client.query('select 1');
     },
     // One transaction at a time runs on PGlite: a transaction is a snapshot already.
-    readSnapshot: (work) => db.transaction((tx) => work(tx as unknown as Database)),
+    readSnapshot: (work) => readTransaction((tx) => work(tx as unknown as Database)),
     watchPool: () => demand.watch(),
-    listen: async (channel, onNotify) => {
-      const unlisten = await client.listen(channel, onNotify);
-      return async () => {
-        if (!closed) await unlisten();
-      };
-    },
+    listen: async (channel, onNotify) => listen(channel, onNotify),
     close,
   };
 }
@@ -347,6 +348,16 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     connect_timeout: 1,
     idle_timeout: 60,
   });
+  // Announcements go over a connection of their own whose commits do not wait for the WAL flush.
+  const announcing = postgres(databaseUrl, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    idle_timeout: 60,
+    connection: { synchronous_commit: 'off', application_name: ANNOUNCEMENTS_APPLICATION_NAME },
+  });
+  const announcer = createAnnouncer(() => announcing`select pg_notify(${EVENTS_CHANNEL}, '')`);
+  const readTransaction = announcingTransactions(db, announcer);
   let closed = false;
   return {
     db,
@@ -364,7 +375,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     ping: async () => {
       await pingClient`select 1`;
     },
-    readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => db.transaction((tx) => work(tx as unknown as Database))),
+    readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => readTransaction((tx) => work(tx as unknown as Database))),
     watchPool: () => demand.watch(),
     listen: async (channel, onNotify) => {
       const { unlisten } = await pool.listen(channel, () => onNotify());
@@ -375,7 +386,8 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     close: async () => {
       if (closed) return;
       closed = true;
-      await Promise.all([pool.end({ timeout: 5 }), pingClient.end({ timeout: 1 })]);
+      announcer.close();
+      await Promise.all([pool.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
+import { EVENTS_CHANNEL } from '../db/announcements.js';
 import type { Database } from '../db/client.js';
 import { findRevokedKeys } from '../domain/api-keys.js';
 import {
@@ -51,7 +52,7 @@ function laterOf(left: EventPosition, right: EventPosition): EventPosition {
 
 export interface EventHubOptions {
   db: Database;
-  /** PostgreSQL LISTEN (DatabaseHandle.listen): the poller is woken by every instance's commits. Without it, only the timer wakes it. */
+  /** LISTEN (DatabaseHandle.listen): the poller is woken by every instance's announced commits (db/announcements.ts). Without it, only the timer wakes it. */
   notifications?: (channel: string, onNotify: () => void) => Promise<() => Promise<void>>;
   logger?: Logger;
   slots?: StreamSlots;
@@ -66,8 +67,6 @@ export interface EventHubOptions {
   /** Open streams gauge (metrics), when given. */
   onStreamCount?: (open: number) => void;
 }
-
-export const EVENTS_CHANNEL = 'memstore_events';
 
 export interface OpenStreamOptions {
   viewer: Viewer;

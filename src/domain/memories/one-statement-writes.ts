@@ -1,4 +1,5 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
+import { writesCommitted } from '../../db/announcements.js';
 import { rowsOf, type Database } from '../../db/client.js';
 import { memories, memoryVersions } from '../../db/schema.js';
 import { recordEventsOf } from '../events.js';
@@ -15,7 +16,8 @@ import { memoryRecordOfRow, sha256Hex, type MemoryRecord } from './records.js';
  * reads after any wait — and writes memory, version and counters together, atomically.
  * When that statement writes nothing (no such memory or store, an archived store, a taken
  * path, a failed or already-met precondition, a memory changed in the future of this
- * request's clock), the transaction runs and answers exactly.
+ * request's clock), the transaction runs and answers exactly. A statement that wrote commits
+ * by itself, so it announces its event (db/announcements.ts) as a transaction's commit does.
  *
  * Counters are computed from the store row the statement locks (FOR UPDATE returns its
  * newest version after any wait), never from the target row as the statement's snapshot
@@ -84,7 +86,9 @@ export async function createMemoryInOneStatement(
       from inserted, store where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
     select ${RECORD_COLUMNS('inserted')} from inserted`);
   const [row] = rowsOf(result);
-  return row ? memoryRecordOfRow(row) : null;
+  if (!row) return null;
+  writesCommitted(db);
+  return memoryRecordOfRow(row);
 }
 
 /** New content for a memory and its UPDATED version, or null when the transaction must answer. */
@@ -116,5 +120,7 @@ export async function updateContentInOneStatement(db: Database, writer: Writer, 
       from updated, store where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
     select ${RECORD_COLUMNS('updated')} from updated`);
   const [row] = rowsOf(result);
-  return row ? memoryRecordOfRow(row) : null;
+  if (!row) return null;
+  writesCommitted(db);
+  return memoryRecordOfRow(row);
 }
