@@ -1,10 +1,12 @@
 /**
- * Telling every server instance that writes have committed, so that their live-update
- * readers look at the events table soon. A write records its events in its own transaction
- * (the outbox); an announcement only wakes readers, and a reader that misses one finds the
- * events on its next poll. So announcements may be merged, late or lost, never needed.
+ * Telling every server instance that writes have ended, so that their live-update readers
+ * look at the events table soon. A write records its events in its own transaction (the
+ * outbox); an announcement only wakes readers, and a reader that misses one finds the events
+ * on its next poll. So announcements may be merged, late or lost, never needed. A write that
+ * rolled back or wrote nothing is announced too: while it ran it held back the events of
+ * writes that committed after it began (events are read below the oldest running writer).
  *
- * They are sent after the writes commit, outside them, at most one per ANNOUNCE_GAP_MS (the
+ * They are sent after the writes end, outside them, at most one per ANNOUNCE_GAP_MS (the
  * first at once). A NOTIFY inside the writing transaction would make its commit take
  * PostgreSQL's one lock for queueing notifications and hold it through the commit's WAL
  * flush: writers that notify commit one at a time, without group commit. (Measured with
@@ -12,6 +14,7 @@
  * against 6,600–8,400 without. An announcement is a NOTIFY of its own, on a connection
  * whose commits do not wait for the flush.)
  */
+import { AsyncResource } from 'node:async_hooks';
 
 /** The channel of announcements: every instance's live-update reader LISTENs on it. */
 export const EVENTS_CHANNEL = 'memstore_events';
@@ -23,48 +26,85 @@ export const ANNOUNCEMENTS_APPLICATION_NAME = 'memstore announcements';
 export const ANNOUNCE_GAP_MS = 10;
 
 export interface Announcer {
-  /** Writes have committed: an announcement now, or once the gap since the last one has passed. */
+  /** Writes have ended: an announcement now, or once the gap since the last one has passed. */
   announce(): void;
   /** No announcement after this one. */
   close(): void;
 }
 
+/** How long a send may take before the announcer goes on without it, in milliseconds. */
+export const ANNOUNCE_SEND_LIMIT_MS = 2_000;
+
 /**
  * Sends an announcement (`send`) on `announce()`, merging those that come while one is being
- * sent or within `gapMs` after it into one more. A failed send is dropped (readers poll).
+ * sent or within `gapMs` after it into one more. A failed send is dropped (readers poll). A
+ * send still unsettled after `sendLimitMs` (a connection hung without a reset) is waited for
+ * no longer, and no other is sent until it settles, so that none queue behind it. Sends run in
+ * the async context the announcer was made in, not in that of the write that asked first.
  */
-export function createAnnouncer(send: () => Promise<unknown>, gapMs = ANNOUNCE_GAP_MS): Announcer {
+export function createAnnouncer(send: () => Promise<unknown>, gapMs = ANNOUNCE_GAP_MS, sendLimitMs = ANNOUNCE_SEND_LIMIT_MS): Announcer {
   let busy = false;
   let again = false;
   let closed = false;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  const announce = () => {
-    if (closed) return;
-    if (busy) {
-      again = true;
+  let unsettled = false;
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  const after = (ms: number, work: () => void) => {
+    if (closed) return null;
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      work();
+    }, ms);
+    timer.unref?.();
+    timers.add(timer);
+    return timer;
+  };
+  const cancel = (timer: ReturnType<typeof setTimeout> | null) => {
+    if (timer === null) return;
+    clearTimeout(timer);
+    timers.delete(timer);
+  };
+  const run = AsyncResource.bind(() => {
+    busy = true;
+    const ended = () =>
+      after(gapMs, () => {
+        busy = false;
+        if (!again) return;
+        again = false;
+        run();
+      });
+    if (unsettled) {
+      ended();
       return;
     }
-    busy = true;
+    unsettled = true;
+    let waiting = true;
+    const limit = after(sendLimitMs, () => {
+      waiting = false;
+      ended();
+    });
     send()
       .catch(() => {})
       .finally(() => {
-        if (closed) return;
-        timer = setTimeout(() => {
-          timer = null;
-          busy = false;
-          if (!again) return;
-          again = false;
-          announce();
-        }, gapMs);
-        timer.unref?.();
+        unsettled = false;
+        if (!waiting) return;
+        waiting = false;
+        cancel(limit);
+        ended();
       });
-  };
+  });
   return {
-    announce,
+    announce() {
+      if (closed) return;
+      if (busy) {
+        again = true;
+        return;
+      }
+      run();
+    },
     close() {
       closed = true;
-      if (timer) clearTimeout(timer);
-      timer = null;
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
     },
   };
 }
@@ -95,25 +135,26 @@ export function localAnnouncements(): { announcer: Announcer; listen(channel: st
 const announcers = new WeakMap<object, Announcer>();
 
 /**
- * Makes `db.transaction` announce each commit, and `writesCommitted(db)` announce; returns
- * the transaction that announces nothing, for read snapshots.
+ * Makes `db.transaction` announce the end of each transaction (commit or rollback), and
+ * `writeEnded(db)` announce; returns the transaction that announces nothing, for read
+ * snapshots (which write nothing and hold no other write back).
  */
 export function announcingTransactions<Db extends { transaction: (...args: never[]) => Promise<unknown> }>(db: Db, announcer: Announcer): Db['transaction'] {
   const unannounced = db.transaction.bind(db) as Db['transaction'];
   db.transaction = ((...args: Parameters<Db['transaction']>) => {
-    const committed = unannounced(...args);
-    committed.then(announcer.announce, () => {});
-    return committed;
+    const ended = unannounced(...args);
+    ended.then(announcer.announce, announcer.announce);
+    return ended;
   }) as Db['transaction'];
   announcers.set(db, announcer);
   return unannounced;
 }
 
 /**
- * A write that committed by itself, outside a transaction of `db.transaction` (a
- * one-statement write), has recorded events: announce them. Transactions announce on their
- * own when they commit. Inside a transaction (`db` is its handle) this does nothing.
+ * A write that ran by itself, outside a transaction of `db.transaction` (a one-statement
+ * write), has ended, whether it wrote or not: announce it. Transactions announce on their own
+ * when they end. Inside a transaction (`db` is its handle) this does nothing.
  */
-export function writesCommitted(db: object): void {
+export function writeEnded(db: object): void {
   announcers.get(db)?.announce();
 }

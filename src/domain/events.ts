@@ -7,9 +7,9 @@ import { InvalidRequestError } from './errors.js';
  * Live updates are read from an outbox: every change that emits an event inserts its row
  * into `memory_events` in the change's own transaction (`recordEvent`), so an event exists
  * exactly when its change committed. Readers never trust a notification; they read the table.
- * Commits are announced to every instance's readers after they happen, outside the writing
- * transaction (db/announcements.ts): a transaction's commit by the database handle, a
- * one-statement write by `writesCommitted`.
+ * Writes are announced to every instance's readers after they end, outside the writing
+ * transaction (db/announcements.ts): a transaction's end by the database handle, a
+ * one-statement write by `writeEnded`.
  *
  * Positions. An event's position is (`xid`, `id`): the writing transaction's id, then the
  * row's identity value. Readers only take events whose xid is below the oldest transaction
@@ -79,7 +79,7 @@ export function recordEvent(tx: Database, event: NewMemoryEvent) {
  * The same insert as a data-modifying CTE body for a one-statement write: one event of
  * `kind` for each memory row of `source` (a CTE with workspace_id, memory_store_id, id, path
  * and the version id column `versionId`, timed by `occurredAt`). The statement's runner
- * announces its commit (`writesCommitted`).
+ * announces its end (`writeEnded`).
  */
 export function recordEventsOf(source: string, kind: MemoryEventKind, versionId: string, occurredAt: SQL): SQL {
   return sql`insert into memory_events (workspace_id, kind, memory_store_id, memory_id, memory_version_id, path, occurred_at)

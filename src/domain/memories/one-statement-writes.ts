@@ -1,5 +1,5 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
-import { writesCommitted } from '../../db/announcements.js';
+import { writeEnded } from '../../db/announcements.js';
 import { rowsOf, type Database } from '../../db/client.js';
 import { memories, memoryVersions } from '../../db/schema.js';
 import { recordEventsOf } from '../events.js';
@@ -16,8 +16,8 @@ import { memoryRecordOfRow, sha256Hex, type MemoryRecord } from './records.js';
  * reads after any wait — and writes memory, version and counters together, atomically.
  * When that statement writes nothing (no such memory or store, an archived store, a taken
  * path, a failed or already-met precondition, a memory changed in the future of this
- * request's clock), the transaction runs and answers exactly. A statement that wrote commits
- * by itself, so it announces its event (db/announcements.ts) as a transaction's commit does.
+ * request's clock), the transaction runs and answers exactly. Each statement commits (or
+ * fails) by itself, so it announces its end (db/announcements.ts) as a transaction does.
  *
  * Counters are computed from the store row the statement locks (FOR UPDATE returns its
  * newest version after any wait), never from the target row as the statement's snapshot
@@ -50,6 +50,15 @@ function insertVersionsOf(source: string, version: { id: string; operation: Memo
       ${version.sequence}, ${author.apiKeyId}::text, ${author.sessionId}::text, ${version.createdAt} from ${sql.raw(source)}`;
 }
 
+/** Runs a one-statement write and announces its end, whether it wrote, wrote nothing or failed. */
+async function endingWrite(db: Database, statement: SQL) {
+  try {
+    return await db.execute(statement);
+  } finally {
+    writeEnded(db);
+  }
+}
+
 /** The columns of a memory row as memoryRecordOf reads them. */
 const RECORD_COLUMNS = (alias: string) =>
   sql.raw(
@@ -69,7 +78,7 @@ export async function createMemoryInOneStatement(
   const contentSizeBytes = Buffer.byteLength(input.content, 'utf8');
   const at = now.toISOString();
   const createdVersionId = newId('memoryVersion', now.getTime());
-  const result = await db.execute(sql`
+  const result = await endingWrite(db, sql`
     with store as (
       select s.id, s.entry_count, s.total_size from memory_stores s
       where s.workspace_id = ${writer.workspaceId} and s.id = ${input.memoryStoreId} and s.status = 'active' for update),
@@ -86,16 +95,14 @@ export async function createMemoryInOneStatement(
       from inserted, store where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
     select ${RECORD_COLUMNS('inserted')} from inserted`);
   const [row] = rowsOf(result);
-  if (!row) return null;
-  writesCommitted(db);
-  return memoryRecordOfRow(row);
+  return row ? memoryRecordOfRow(row) : null;
 }
 
 /** New content for a memory and its UPDATED version, or null when the transaction must answer. */
 export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
   const at = now.toISOString();
   const updatedVersionId = newId('memoryVersion', now.getTime());
-  const result = await db.execute(sql`
+  const result = await endingWrite(db, sql`
     with store as (
       select s.id, s.total_size from memory_stores s
       where s.workspace_id = ${writer.workspaceId} and s.status = 'active'
@@ -120,7 +127,5 @@ export async function updateContentInOneStatement(db: Database, writer: Writer, 
       from updated, store where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
     select ${RECORD_COLUMNS('updated')} from updated`);
   const [row] = rowsOf(result);
-  if (!row) return null;
-  writesCommitted(db);
-  return memoryRecordOfRow(row);
+  return row ? memoryRecordOfRow(row) : null;
 }
