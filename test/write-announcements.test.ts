@@ -61,6 +61,19 @@ describe('the announcer', () => {
     expect(calls).toBe(2);
   });
 
+  it('takes a send that throws for one that failed: the write that asked sees nothing', async () => {
+    let calls = 0;
+    const announcer = createAnnouncer(() => {
+      calls += 1;
+      throw new Error('no connection');
+    });
+    expect(() => announcer.announce()).not.toThrow();
+    await vi.advanceTimersByTimeAsync(ANNOUNCE_GAP_MS);
+    announcer.announce();
+    expect(calls).toBe(2);
+    announcer.close();
+  });
+
   it('goes on without a send that hangs past its time limit, and queues no other behind it until it settles', async () => {
     let calls = 0;
     let settle: () => void = () => {};
@@ -111,26 +124,20 @@ describe('announcements of committed writes', () => {
         }),
       );
     });
+    const waitUntil = async (condition: () => boolean, failure: () => string) => {
+      const deadline = Date.now() + 5_000;
+      while (!condition()) {
+        if (Date.now() > deadline) throw new Error(failure());
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await Promise.all(pending);
+    };
     return {
       seen,
       /** Waits until an announcement has seen `count` events (failing after 5 s), then for the counts in flight. */
-      async until(count: number) {
-        const deadline = Date.now() + 5_000;
-        while (!seen.includes(count)) {
-          if (Date.now() > deadline) throw new Error(`no announcement saw ${count} events (they saw ${JSON.stringify(seen)})`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        await Promise.all(pending);
-      },
-      /** Waits for an announcement after the first `count` (failing after 5 s). */
-      async beyond(count: number) {
-        const deadline = Date.now() + 5_000;
-        while (seen.length <= count) {
-          if (Date.now() > deadline) throw new Error(`no announcement after the first ${count}`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        await Promise.all(pending);
-      },
+      until: (count: number) => waitUntil(() => seen.includes(count), () => `no announcement saw ${count} events (they saw ${JSON.stringify(seen)})`),
+      /** Waits for an announcement after the first `count` (failing after 5 s), then for the counts in flight. */
+      beyond: (count: number) => waitUntil(() => seen.length > count, () => `no announcement after the first ${count}`),
       stop,
     };
   }

@@ -82,7 +82,8 @@ export function createAnnouncer(send: () => Promise<unknown>, gapMs = ANNOUNCE_G
       waiting = false;
       ended();
     });
-    send()
+    // A send that throws is one that failed.
+    new Promise((resolve) => resolve(send()))
       .catch(() => {})
       .finally(() => {
         unsettled = false;
