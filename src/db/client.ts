@@ -66,7 +66,7 @@ export interface DatabaseHandle {
   /**
    * LISTEN on a channel (PostgreSQL: one connection of its own, reconnected by postgres.js;
    * PGlite, which one process holds: this process's announcements). Resolves with the
-   * function that stops listening. Committed writes are announced on EVENTS_CHANNEL
+   * function that stops listening. Writes are announced on EVENTS_CHANNEL when they end
    * (./announcements.ts).
    */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
