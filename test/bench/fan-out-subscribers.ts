@@ -16,6 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import net, { type Socket } from 'node:net';
 import readline from 'node:readline';
+import { percentile } from '../support/percentile.js';
 
 const [url, token, countText] = process.argv.slice(2);
 const COUNT = Number(countText);
@@ -173,8 +174,7 @@ for await (const line of lines) {
   }
   if (process.env.FANOUT_DEBUG) process.stderr.write(`missing by stream (even: SSE, odd: WS): ${JSON.stringify(missingByStream.map((count, index) => [index, count] as const).filter(([, count]) => count > 0).slice(0, 40))}\n`);
   latencies.sort((a, b) => a - b);
-  const quantile = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  process.stdout.write(`${JSON.stringify({ deliveries: latencies.length, missing, p50: quantile(0.5), p99: quantile(0.99), max: latencies.at(-1) ?? Number.NaN, chunksPerStream: Math.round(chunksRead / COUNT) })}\n`);
+  process.stdout.write(`${JSON.stringify({ deliveries: latencies.length, missing, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, chunksPerStream: Math.round(chunksRead / COUNT) })}\n`);
   for (const socket of sockets) socket.destroy();
   process.exit(0);
 }

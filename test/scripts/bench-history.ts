@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config.js';
 import { createDb, rowsOf } from '../../src/db/client.js';
 import { recordStatements } from '../../src/db/statement-count.js';
 import { ensureAdminKey, generateToken } from '../../src/domain/api-keys.js';
+import { percentile } from '../support/percentile.js';
 import { explainAnalyze } from './explain.js';
 
 export const HISTORY_WORKSPACE = 'history-large';
@@ -114,9 +115,6 @@ async function twoWordQuery(): Promise<string> {
   return `${counts[1]!.word} ${counts[3]!.word}`;
 }
 
-function percentile(sorted: number[], fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
-}
 
 
 try {

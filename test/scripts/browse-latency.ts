@@ -13,6 +13,7 @@ import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/client.js';
 import { ensureAdminKey, generateToken } from '../../src/domain/api-keys.js';
+import { percentile } from '../support/percentile.js';
 import { LARGE_SHAPE, LARGE_WORKSPACE } from './seed-large-shape.js';
 
 const config = loadConfig();
@@ -43,7 +44,6 @@ const kinds: { name: string; request: (k: number) => { query: string; variables:
   },
 ];
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 try {
   for (const kind of kinds) {
@@ -62,7 +62,7 @@ try {
       if (k >= 0) times.push(elapsed);
     }
     times.sort((left, right) => left - right);
-    console.log(`${kind.name.padEnd(38)} p50 ${percentile(times, 50).toFixed(1).padStart(6)} ms   p99 ${percentile(times, 99).toFixed(1).padStart(6)} ms   max ${times.at(-1)!.toFixed(1).padStart(6)} ms   (${count} requests)`);
+    console.log(`${kind.name.padEnd(38)} p50 ${percentile(times, 0.5).toFixed(1).padStart(6)} ms   p99 ${percentile(times, 0.99).toFixed(1).padStart(6)} ms   max ${times.at(-1)!.toFixed(1).padStart(6)} ms   (${count} requests)`);
   }
 } finally {
   await database.close();

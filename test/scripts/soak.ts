@@ -42,6 +42,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/client.js';
 import { createScratchPostgresDatabase } from '../support/database.js';
 import { invariantViolations } from '../support/invariants.js';
+import { percentile } from '../support/percentile.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -801,10 +802,6 @@ interface RssSample {
   rssKiB: number;
 }
 
-function percentile(sorted: number[], fraction: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
-}
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
@@ -999,7 +996,8 @@ async function main(): Promise<number> {
     for (const [name, entry] of operations) {
       const sorted = [...entry.latenciesMs].sort((a, b) => a - b);
       const domain = Object.values(entry.domain).reduce((sum, count) => sum + count, 0);
-      const latency = { p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95), p99: percentile(sorted, 0.99), max: sorted.at(-1) ?? 0 };
+      const at = (fraction: number) => (sorted.length === 0 ? 0 : percentile(sorted, fraction));
+      const latency = { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted.at(-1) ?? 0 };
       rows.push([name, entry.requests, entry.ok, domain, entry.rateLimited, entry.failures].map(String).concat([latency.p50, latency.p95, latency.p99, latency.max].map((ms) => ms.toFixed(1))));
       totals.requests += entry.requests;
       totals.ok += entry.ok;
