@@ -77,20 +77,20 @@ export function createAnnouncer(send: () => Promise<unknown>, gapMs = ANNOUNCE_G
       return;
     }
     unsettled = true;
-    let waiting = true;
-    const limit = after(sendLimitMs, () => {
-      waiting = false;
-      ended();
-    });
+    // The round ends when the send settles or its time limit passes, whichever comes first.
+    let end: (() => void) | null = ended;
+    const endOnce = () => {
+      end?.();
+      end = null;
+    };
+    const limit = after(sendLimitMs, endOnce);
     // A send that throws is one that failed.
     new Promise((resolve) => resolve(send()))
       .catch(() => {})
       .finally(() => {
         unsettled = false;
-        if (!waiting) return;
-        waiting = false;
         cancel(limit);
-        ended();
+        endOnce();
       });
   });
   return {

@@ -52,7 +52,7 @@ function laterOf(left: EventPosition, right: EventPosition): EventPosition {
 
 export interface EventHubOptions {
   db: Database;
-  /** LISTEN (DatabaseHandle.listen): the poller is woken by every instance's announced commits (db/announcements.ts). Without it, only the timer wakes it. */
+  /** LISTEN (DatabaseHandle.listen): the poller is woken by every instance's announced writes (db/announcements.ts). Without it, only the timer wakes it. */
   notifications?: (channel: string, onNotify: () => void) => Promise<() => Promise<void>>;
   logger?: Logger;
   slots?: StreamSlots;
