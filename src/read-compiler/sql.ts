@@ -75,14 +75,15 @@ function literalName(text: string): SQL {
 
 /**
  * A page's pageInfo, as an aggregate over the page's rows (a page of `size` rows and one
- * more): only hasNextPage reads them; hasPreviousPage is false going forward from the start.
+ * more): only hasNextPage reads them (`readsPage`); hasPreviousPage is false going forward
+ * from the start.
  */
-function pageInfoValue(fields: { key: ResponseKey; kind: 'typename' | 'hasNextPage' | 'hasPreviousPage' }[], size: number): SQL {
+function pageInfoValue(fields: { key: ResponseKey; kind: 'typename' | 'hasNextPage' | 'hasPreviousPage' }[], size: number): { value: SQL; readsPage: boolean } {
   const info = fields.map((infoField) => {
     const infoValue = infoField.kind === 'hasNextPage' ? sql`count(*) > ${size}` : infoField.kind === 'hasPreviousPage' ? sql`false` : literalName('PageInfo');
     return sql`${responseKey(infoField.key)}, ${infoValue}`;
   });
-  return sql`json_build_object(${sql.join(info, sql`, `)})`;
+  return { value: sql`json_build_object(${sql.join(info, sql`, `)})`, readsPage: fields.some((infoField) => infoField.kind === 'hasNextPage') };
 }
 
 const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }) => sql`${column(row, table.workspaceId)} = ${sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`)}`;
@@ -137,8 +138,9 @@ class StatementWriter {
             ? column(parentRow, plan.keptCount)
             : sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
       } else if (field.kind === 'pageInfo') {
-        usesPage ||= field.fields.some((infoField) => infoField.kind === 'hasNextPage');
-        value = pageInfoValue(field.fields, size);
+        const pageInfo = pageInfoValue(field.fields, size);
+        usesPage ||= pageInfo.readsPage;
+        value = pageInfo.value;
       } else {
         usesPage = true;
         const edge = field.fields.map((edgeField) => {
@@ -198,8 +200,9 @@ class StatementWriter {
         value = sql`((select count(*) from ${folderTable} ${sql.raw(folders)} where ${inFolder.folders(folders)})
           + (select count(*) from ${memoryTable} ${sql.raw(direct)} where ${inFolder.memories(direct)}))`;
       } else if (field.kind === 'pageInfo') {
-        usesPage ||= field.fields.some((infoField) => infoField.kind === 'hasNextPage');
-        value = pageInfoValue(field.fields, size);
+        const pageInfo = pageInfoValue(field.fields, size);
+        usesPage ||= pageInfo.readsPage;
+        value = pageInfo.value;
       } else {
         usesPage = true;
         const edgeFields = field.fields;
