@@ -113,6 +113,16 @@ describe('the announcer', () => {
 describe('announcements of committed writes', () => {
   const server = useTestServer();
 
+  /** Runs `body` while listening on the events channel (listenCounting). */
+  async function listening(workspaceId: string, body: (listener: Awaited<ReturnType<typeof listenCounting>>) => Promise<void>) {
+    const listener = await listenCounting(workspaceId);
+    try {
+      await body(listener);
+    } finally {
+      await listener.stop();
+    }
+  }
+
   /** Listens on the events channel; each announcement counts the workspace's events it can see then. */
   async function listenCounting(workspaceId: string) {
     const seen: number[] = [];
@@ -144,9 +154,8 @@ describe('announcements of committed writes', () => {
 
   it('announce a burst of concurrent writes in fewer announcements than writes, the last seeing every write committed', async () => {
     const client = await server.newWorkspace();
-    const listener = await listenCounting(client.workspaceId);
-    const storeId = await createStoreNamed(client, 'burst');
-    try {
+    await listening(client.workspaceId, async (listener) => {
+      const storeId = await createStoreNamed(client, 'burst');
       await listener.until(1);
       const announcedBefore = listener.seen.length;
       const writes = 60;
@@ -161,15 +170,12 @@ describe('announcements of committed writes', () => {
       // PostgreSQL commits them side by side, within a few gaps. (PGlite runs them one at a
       // time, each maybe longer than a gap, so that each may have its own announcement.)
       if (postgresUrl !== undefined) expect(announced).toBeLessThan(writes);
-    } finally {
-      await listener.stop();
-    }
+    });
   }, 30_000);
 
   it('announce transactions and one-statement writes, and no read snapshot', async () => {
     const client = await server.newWorkspace();
-    const listener = await listenCounting(client.workspaceId);
-    try {
+    await listening(client.workspaceId, async (listener) => {
       // A transaction (the store and its event).
       const storeId = await createStoreNamed(client, 'kinds');
       await listener.until(1);
@@ -185,16 +191,13 @@ describe('announcements of committed writes', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(listener.seen.length).toBe(announced);
-    } finally {
-      await listener.stop();
-    }
+    });
   }, 30_000);
 
   it('announce a write that fails too: while it ran it held back the events of writes that committed after it began', async () => {
     const client = await server.newWorkspace();
-    const listener = await listenCounting(client.workspaceId);
-    const storeId = await createStoreNamed(client, 'failing');
-    try {
+    await listening(client.workspaceId, async (listener) => {
+      const storeId = await createStoreNamed(client, 'failing');
       await createMemoryAt(client, storeId, 'taken.md', 'first');
       await listener.until(2);
       await new Promise((resolve) => setTimeout(resolve, 3 * ANNOUNCE_GAP_MS));
@@ -207,16 +210,13 @@ describe('announcements of committed writes', () => {
       expect(data.createMemory.__typename).toBe('ConflictError');
       await listener.beyond(announced);
       expect(listener.seen.at(-1)).toBe(2);
-    } finally {
-      await listener.stop();
-    }
+    });
   }, 30_000);
 
   it.skipIf(postgresUrl === undefined)('go on when the connection they are sent over is dropped (PostgreSQL)', async () => {
     const client = await server.newWorkspace();
     const storeId = await createStoreNamed(client, 'dropped');
-    const listener = await listenCounting(client.workspaceId);
-    try {
+    await listening(client.workspaceId, async (listener) => {
       await createMemoryAt(client, storeId, 'before.md', 'before the drop');
       await listener.until(2);
       const terminated = rowsOf(
@@ -232,8 +232,6 @@ describe('announcements of committed writes', () => {
       }
       await listener.until(5);
       expect(Math.max(...listener.seen)).toBe(5);
-    } finally {
-      await listener.stop();
-    }
+    });
   }, 30_000);
 });

@@ -6,7 +6,7 @@ import { KEY_LOOKUP } from '../domain/api-keys.js';
 import { workspaceChangeMarkSql } from '../domain/events.js';
 import type { ExposedField } from '../graphql/exposed-fields.js';
 import { MEMORY_FOLDER_COLUMN, memories, memoryFolders } from '../db/schema.js';
-import type { ConnectionPlan, EntriesPlan, EntryNodePlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
+import type { ConnectionFieldPlan, ConnectionPlan, EntriesPlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
 
 /**
  * The SQL step of a compiled read: one statement that authenticates the request and builds
@@ -126,34 +126,15 @@ class StatementWriter {
     };
     const table = sql.raw(`"${getTableName(plan.table)}"`);
     const size = plan.size;
-    const withPageInfo = plan.fields.some((field) => field.kind === 'pageInfo');
-    let usesPage = false;
-    const parts = plan.fields.map((field) => {
-      let value: SQL;
-      if (field.kind === 'typename') value = literalName(field.typeName);
-      else if (field.kind === 'totalCount') {
+    const { object, usesPage, withPageInfo } = this.pageObject(plan.fields, size, page, plan.edgeTypeName, {
+      totalCount: () => {
         const counted = `c${(this.aliases += 1)}`;
-        value =
-          parentRow && plan.keptCount
-            ? column(parentRow, plan.keptCount)
-            : sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
-      } else if (field.kind === 'pageInfo') {
-        const pageInfo = pageInfoValue(field.fields, size);
-        usesPage ||= pageInfo.readsPage;
-        value = pageInfo.value;
-      } else {
-        usesPage = true;
-        const edge = field.fields.map((edgeField) => {
-          const edgeValue = edgeField.kind === 'node' ? this.object(edgeField.object, page) : literalName(plan.edgeTypeName);
-          return sql`${responseKey(edgeField.key)}, ${edgeValue}`;
-        });
-        const edges = sql`json_agg(json_build_object(${sql.join(edge, sql`, `)}) order by ${orderBy(page)})`;
-        // With pageInfo the page holds one row more than it shows (see below).
-        value = sql`coalesce(${edges} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}, '[]'::json)`;
-      }
-      return sql`${responseKey(field.key)}, ${value}`;
+        return parentRow && plan.keptCount
+          ? column(parentRow, plan.keptCount)
+          : sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
+      },
+      edges: (edge) => sql`json_agg(${edge((node) => this.object(node, page))} order by ${orderBy(page)})`,
     });
-    const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
     // Without edges or pageInfo there are no rows to read: only counts and names.
     if (!usesPage) return sql`(select ${object})`;
     const columnList = sql.raw(plan.columns.map((target) => `${inner}."${target.name}"`).join(', '));
@@ -170,6 +151,45 @@ class StatementWriter {
   }
 
   /**
+   * The object of a page (a connection or a folder level) over the page's rows `page`:
+   * __typename and pageInfo written alike, totalCount as `own` counts it, and the edges as
+   * `own` aggregates them over the page (given how to write one edge from its node). With
+   * pageInfo the page holds one row more than it shows, which the edges leave out.
+   * `usesPage`: whether a field reads the page's rows.
+   */
+  private pageObject<Node>(
+    fields: ConnectionFieldPlan<Node>[],
+    size: number,
+    page: string,
+    edgeTypeName: string,
+    own: { totalCount: () => SQL; edges: (edge: (node: (node: Node) => SQL) => SQL) => SQL },
+  ): { object: SQL; usesPage: boolean; withPageInfo: boolean } {
+    const withPageInfo = fields.some((field) => field.kind === 'pageInfo');
+    let usesPage = false;
+    const parts = fields.map((field) => {
+      let value: SQL;
+      if (field.kind === 'typename') value = literalName(field.typeName);
+      else if (field.kind === 'totalCount') value = own.totalCount();
+      else if (field.kind === 'pageInfo') {
+        const pageInfo = pageInfoValue(field.fields, size);
+        usesPage ||= pageInfo.readsPage;
+        value = pageInfo.value;
+      } else {
+        usesPage = true;
+        const edgeFields = field.fields;
+        const edge = (node: (node: Node) => SQL) =>
+          sql`json_build_object(${sql.join(
+            edgeFields.map((edgeField) => sql`${responseKey(edgeField.key)}, ${edgeField.kind === 'node' ? node(edgeField.object) : literalName(edgeTypeName)}`),
+            sql`, `,
+          )})`;
+        value = sql`coalesce(${own.edges(edge)} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}, '[]'::json)`;
+      }
+      return sql`${responseKey(field.key)}, ${value}`;
+    });
+    return { object: sql`json_build_object(${sql.join(parts, sql`, `)})`, usesPage, withPageInfo };
+  }
+
+  /**
    * A store's folder level (domain/folders.ts): up to a page (and one row more, for
    * hasNextPage) of the names of the folders directly in the folder, and as many of the
    * memories directly in it (by path, that is by name), each from its index; the first of
@@ -180,8 +200,7 @@ class StatementWriter {
     const n = (this.aliases += 1);
     const [folderRow, memoryRow, page] = [`f${n}`, `m${n}`, `e${n}`];
     const size = plan.size;
-    const withPageInfo = plan.fields.some((field) => field.kind === 'pageInfo');
-    const rows = withPageInfo ? size + 1 : size;
+    const rows = plan.fields.some((field) => field.kind === 'pageInfo') ? size + 1 : size;
     const store = sql.raw(`${storeRow}."id"`);
     const inFolder = {
       folders: (row: string) => sql`${inWorkspace(row, memoryFolders)} and ${column(row, memoryFolders.memoryStoreId)} = ${store} and ${column(row, memoryFolders.parent)} = ${plan.folder}`,
@@ -191,37 +210,20 @@ class StatementWriter {
     const folderTable = sql.raw(`"${getTableName(memoryFolders)}"`);
     const memoryTable = sql.raw(`"${getTableName(memories)}"`);
     const at = (name: string) => sql.raw(`${page}.${name}`);
-    let usesPage = false;
-    const parts = plan.fields.map((field) => {
-      let value: SQL;
-      if (field.kind === 'typename') value = literalName(field.typeName);
-      else if (field.kind === 'totalCount') {
+    const { object, usesPage } = this.pageObject(plan.fields, size, page, plan.edgeTypeName, {
+      totalCount: () => {
         const [folders, direct] = [`cf${n}`, `cm${n}`];
-        value = sql`((select count(*) from ${folderTable} ${sql.raw(folders)} where ${inFolder.folders(folders)})
+        return sql`((select count(*) from ${folderTable} ${sql.raw(folders)} where ${inFolder.folders(folders)})
           + (select count(*) from ${memoryTable} ${sql.raw(direct)} where ${inFolder.memories(direct)}))`;
-      } else if (field.kind === 'pageInfo') {
-        const pageInfo = pageInfoValue(field.fields, size);
-        usesPage ||= pageInfo.readsPage;
-        value = pageInfo.value;
-      } else {
-        usesPage = true;
-        const edgeFields = field.fields;
-        const edgeOf = (node: (member: EntryNodePlan) => SQL) =>
-          sql`json_build_object(${sql.join(
-            edgeFields.map((edgeField) => sql`${responseKey(edgeField.key)}, ${edgeField.kind === 'node' ? node(edgeField.object) : literalName(plan.edgeTypeName)}`),
-            sql`, `,
-          )})`;
-        // Each row's folder (by its folder and name, the index it was listed from) or memory (by its id), in the branch its slot takes.
-        const edge = sql`case when ${at('slot')} = 0
-          then (select ${edgeOf((member) => this.object(member.folder, folderRow))} from ${folderTable} ${sql.raw(folderRow)}
+      },
+      // Each row's folder (by its folder and name, the index it was listed from) or memory (by its id), in the branch its slot takes.
+      edges: (edge) => sql`json_agg(case when ${at('slot')} = 0
+          then (select ${edge((member) => this.object(member.folder, folderRow))} from ${folderTable} ${sql.raw(folderRow)}
             where ${inFolder.folders(folderRow)} and ${column(folderRow, memoryFolders.name)} = ${at('sort_key')})
-          else (select ${edgeOf((member) => this.object(member.memory, memoryRow))} from ${memoryTable} ${sql.raw(memoryRow)}
-            where ${inWorkspace(memoryRow, memories)} and ${column(memoryRow, memories.id)} = ${at('key')}) end`;
-        value = sql`coalesce(json_agg(${edge} order by ${at('slot')}, ${at('sort_key')}) ${withPageInfo ? sql`filter (where ${at('page_position')} <= ${size})` : sql``}, '[]'::json)`;
-      }
-      return sql`${responseKey(field.key)}, ${value}`;
+          else (select ${edge((member) => this.object(member.memory, memoryRow))} from ${memoryTable} ${sql.raw(memoryRow)}
+            where ${inWorkspace(memoryRow, memories)} and ${column(memoryRow, memories.id)} = ${at('key')}) end
+        order by ${at('slot')}, ${at('sort_key')})`,
     });
-    const object = sql`json_build_object(${sql.join(parts, sql`, `)})`;
     if (!usesPage) return sql`(select ${object})`;
     const folderName = column(folderRow, memoryFolders.name);
     const memoryPath = column(memoryRow, memories.path);
