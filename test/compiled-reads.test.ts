@@ -101,6 +101,30 @@ describe('reads compiled to one SQL statement', () => {
     await expectSameAnswer('{ memoryStores(first: 0) { totalCount pageInfo { hasPreviousPage } edges { node { id } } } }', undefined, 1);
   });
 
+  it('write the answer\'s JSON byte for byte as the resolvers\' answer is written: compact, escaped alike, keys in order', async () => {
+    const query = `query ($stores: Int, $memories: Int, $versions: Int) {
+      memoryStores(first: $stores) { __typename totalCount pageInfo { hasNextPage hasPreviousPage __typename }
+        edges { __typename node { ${STORE_FIELDS} stored: name
+          memories(first: $memories) { totalCount pageInfo { hasNextPage } edges { node { ${MEMORY_FIELDS}
+            versions(first: $versions) { totalCount edges { node { ${VERSION_FIELDS} } } } } } } } } }
+      missing: memory(id: "mem_missing") { id }
+      one: memory(id: "${both.memoryIds[1]}") { path content metadata } }`;
+    const body = async (client: TestClient) => {
+      const response = await client.app.fetch('http://memstore.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${client.token}` },
+        body: JSON.stringify({ query, variables: { stores: 5, memories: 3, versions: 2 } }),
+      });
+      return response.text();
+    };
+    const { result: compiled, statements } = await countStatements(() => body(both.compiled));
+    expect(statements).toBe(1);
+    const resolved = await body(both.resolvers);
+    // The odd store's quotes, backslashes, control characters and four-byte characters are in it.
+    expect(compiled).toContain('Odd \\"quotes\\" \\\\ and ünïcödé 🚀');
+    expect(compiled).toBe(resolved);
+  });
+
   it('answer padded, empty, mixed-case and maximal values exactly as the resolvers do', async () => {
     // Values a rendering change would alter: whitespace at both ends, empty text, mixed case,
     // every limit at its largest (four-byte characters where characters count).
