@@ -98,7 +98,7 @@ export interface ReadPlan {
   worstBytes: number;
 }
 
-/** An object's JSON is one chain of concatenations, a level deeper for each piece (sql.ts): past 50 keys the resolvers answer, which keeps the statement's expressions shallow. */
+/** The most keys an object of a compiled read has (past them the resolvers answer): a bound on the text the statement writes for each object. */
 export const MAX_KEYS_PER_OBJECT = 50;
 
 /** Ids, numbers, instants, enums, names of types, and each field's key. */

@@ -98,15 +98,29 @@ function constant(json: string): SQL {
 /** A piece of JSON text: a constant, or an expression giving text that is never null. */
 type Piece = string | SQL;
 
-/** The pieces concatenated (adjacent constants written as one). */
+/**
+ * The pieces concatenated (adjacent constants written as one), in a balanced tree of `||`:
+ * each `||` copies both its sides, so a chain would copy what it has so far at every step (a
+ * memory's content once for each piece after it); halves copy each byte once per level.
+ */
 function concat(pieces: readonly Piece[]): SQL {
-  const merged: Piece[] = [];
+  const merged: SQL[] = [];
+  let text = '';
   for (const piece of pieces) {
-    const last = merged.at(-1);
-    if (typeof piece === 'string' && typeof last === 'string') merged[merged.length - 1] = last + piece;
-    else merged.push(piece);
+    if (typeof piece === 'string') text += piece;
+    else {
+      if (text !== '') merged.push(constant(text));
+      merged.push(piece);
+      text = '';
+    }
   }
-  return sql`(${sql.join(merged.map((piece) => (typeof piece === 'string' ? constant(piece) : piece)), sql` || `)})`;
+  if (text !== '') merged.push(constant(text));
+  const tree = (from: number, to: number): SQL => {
+    if (to - from === 1) return merged[from]!;
+    const middle = (from + to) >> 1;
+    return sql`(${tree(from, middle)} || ${tree(middle, to)})`;
+  };
+  return merged.length === 0 ? constant('') : tree(0, merged.length);
 }
 
 /** A JSON object of these keys and values, in order. */
