@@ -13,6 +13,7 @@ import { lockDataDir } from './data-dir-lock.js';
 import * as schema from './schema.js';
 import { checkDeadline, observeStatement } from './deadline.js';
 import { recordStatement } from './statement-count.js';
+import { PGLITE_PREPARED_TEXTS, preparedStatements } from './pglite-prepared.js';
 import { PoolDemand, type PoolUse, type StatementDone } from './statement-observer.js';
 
 /** `MEMSTORE_DATA_DIR=memory://` keeps the embedded database in memory (gone at exit). */
@@ -137,33 +138,37 @@ function oneStatementAtATime<Client extends { query: (...args: never[]) => unkno
   client: Client,
   /** The database's one connection: statements waiting their turn and transactions (null inside a transaction). */
   demand: PoolDemand | null,
-): Client {
+  /** `queryPrepared(text, params)`: a prepared statement's rows, or null when it was not run (pglite-prepared.ts). */
+  prepared?: (text: string, params: unknown[]) => Promise<unknown>,
+): Client & { queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[] | null> } {
   let tail: Promise<unknown> = Promise.resolve();
-  return new Proxy(client, {
+  const inTurn = (text: string, run: () => unknown) => {
+    const end = demand?.begin();
+    const turn = tail.then(async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      checkDeadline();
+      const done = observeStatement(text);
+      if (!done) return run();
+      try {
+        const result = await run();
+        done();
+        return result;
+      } catch (error) {
+        done(error);
+        throw error;
+      }
+    });
+    tail = turn.catch(() => {});
+    if (end) turn.then(end, end);
+    return turn;
+  };
+  return new Proxy(client as never, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (property === 'query' || property === 'exec') {
-        return (...args: unknown[]) => {
-          const end = demand?.begin();
-          const turn = tail.then(async () => {
-            await new Promise((resolve) => setImmediate(resolve));
-            checkDeadline();
-            const done = observeStatement(args[0] as string);
-            if (!done) return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
-            try {
-              const result = await (value as (...callArgs: unknown[]) => unknown).apply(target, args);
-              done();
-              return result;
-            } catch (error) {
-              done(error);
-              throw error;
-            }
-          });
-          tail = turn.catch(() => {});
-          if (end) turn.then(end, end);
-          return turn;
-        };
+        return (...args: unknown[]) => inTurn(args[0] as string, () => (value as (...callArgs: unknown[]) => unknown).apply(target, args));
       }
+      if (property === 'queryPrepared') return (text: string, params: unknown[]) => inTurn(text, () => prepared?.(text, params) ?? null);
       // A transaction's statements go one at a time in the same way, in their own line.
       if (property === 'transaction') {
         return (body: (transaction: Client) => unknown, ...rest: unknown[]) => {
@@ -195,7 +200,7 @@ export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle
  */
 async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   // Loaded only when used: a server on PostgreSQL does not carry the embedded database.
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+  const [{ PGlite, protocol }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
@@ -210,7 +215,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     throw error;
   }
   const demand = new PoolDemand(1);
-  const statements = oneStatementAtATime(client, demand);
+  const statements = oneStatementAtATime(client, demand, preparedStatements(client, protocol.serialize, PGLITE_PREPARED_TEXTS));
   const db = drizzlePglite({ client: statements, schema, logger }) as unknown as Database;
   let closed = false;
   const { announcer, listen } = localAnnouncements();
@@ -234,9 +239,10 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   const readTransaction = announcingTransactions(db, announcer);
   return {
     db,
-    run: async (text, params) => {
+    run: async (text, params, options) => {
       beforeStatement(text, params);
-      return (await statements.query<Record<string, unknown>>(text, params)).rows;
+      const rows = options?.prepare ? await statements.queryPrepared(text, params) : null;
+      return rows ?? (await statements.query<Record<string, unknown>>(text, params)).rows;
     },
     kind: 'pglite',
     ping: async () => {
