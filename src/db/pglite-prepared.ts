@@ -3,6 +3,9 @@ import type { PGlite, protocol } from '@electric-sql/pglite';
 /** The most statement texts prepared on PGlite's session (compiled reads keep and prepare fewer: MAX_PREPARED_STATEMENT_TEXTS). */
 export const PGLITE_PREPARED_TEXTS = 256;
 
+/** Names are numbered across the process: two sets of prepared statements on one session never share a name. */
+let statementNumber = 0;
+
 /**
  * Prepared statements on PGlite. Its `query` sends each statement unnamed, so PostgreSQL
  * parses and plans it on every call: for a compiled read, planning costs several times what
@@ -13,9 +16,6 @@ export const PGLITE_PREPARED_TEXTS = 256;
  * sends the statement as before. Each call runs exclusively (no transaction between its
  * messages); the caller keeps statements one at a time.
  */
-/** Names are numbered across the process: two sets of prepared statements on one session never share a name. */
-let statementNumber = 0;
-
 export function preparedStatements(client: PGlite, serialize: typeof protocol.serialize, limit: number) {
   const names = new Map<string, string>();
   return async (text: string, params: readonly unknown[]): Promise<Record<string, unknown>[] | null> => {
@@ -26,7 +26,6 @@ export function preparedStatements(client: PGlite, serialize: typeof protocol.se
       else if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') values.push(String(value));
       else return null;
     }
-    if (!names.has(text) && names.size >= limit) return null;
     return client.runExclusive(async () => {
       const parts: Uint8Array[] = [];
       // Looked up in its turn: a call queued beside another of the same new text finds it parsed.

@@ -68,11 +68,12 @@ function exposedValue(row: string, field: ExposedField): SQL {
 
 /**
  * A value's key in the answer. A field's own name is written into the statement (names come
- * from the schema: a fixed set); an alias, which the client picks, is a parameter, so that
- * queries differing only in their aliases share one statement text.
+ * from the schema: a fixed set); an alias, which the client picks, is a parameter (its JSON
+ * string, written once here, not on every row), so that queries differing only in their
+ * aliases share one statement text.
  */
 function responseKey(key: ResponseKey): Piece {
-  return key.alias !== null ? sql`to_json(${key.alias}::text)::text` : JSON.stringify(checkedName(key.name));
+  return key.alias !== null ? sql`${JSON.stringify(key.alias)}::text` : JSON.stringify(checkedName(key.name));
 }
 
 /** A stored enum value (of our own declarations: lower-case words) as a SQL string literal. */
@@ -257,7 +258,6 @@ class StatementWriter {
     const n = (this.aliases += 1);
     const [folderRow, memoryRow, page] = [`f${n}`, `m${n}`, `e${n}`];
     const size = plan.size;
-    const rows = plan.fields.some((field) => field.kind === 'pageInfo') ? size + 1 : size;
     const store = sql.raw(`${storeRow}."id"`);
     const inFolder = {
       folders: (row: string) => sql`${inWorkspace(row, memoryFolders)} and ${column(row, memoryFolders.memoryStoreId)} = ${store} and ${column(row, memoryFolders.parent)} = ${plan.folder}`,
@@ -267,7 +267,7 @@ class StatementWriter {
     const folderTable = sql.raw(`"${getTableName(memoryFolders)}"`);
     const memoryTable = sql.raw(`"${getTableName(memories)}"`);
     const at = (name: string) => sql.raw(`${page}.${name}`);
-    const { object, usesPage } = this.pageObject(plan.fields, size, page, plan.edgeTypeName, {
+    const { object, usesPage, withPageInfo } = this.pageObject(plan.fields, size, page, plan.edgeTypeName, {
       totalCount: () => {
         const [folders, direct] = [`cf${n}`, `cm${n}`];
         return sql`((select count(*) from ${folderTable} ${sql.raw(folders)} where ${inFolder.folders(folders)})
@@ -282,6 +282,7 @@ class StatementWriter {
         ',' order by ${at('slot')}, ${at('sort_key')})`,
     });
     if (!usesPage) return sql`(select ${object})`;
+    const rows = withPageInfo ? size + 1 : size;
     const folderName = column(folderRow, memoryFolders.name);
     const memoryPath = column(memoryRow, memories.path);
     // The page's rows by their names (and a memory's id); only those are read whole.
