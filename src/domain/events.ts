@@ -1,4 +1,4 @@
-import { getTableName, sql, type SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Database } from '../db/client.js';
 import { memories, memoryEvents, memoryStores, memoryVersions } from '../db/schema.js';
 import { InvalidRequestError } from './errors.js';
@@ -134,24 +134,12 @@ const EVENT_COLUMNS = sql.raw(
 );
 
 /**
- * The horizon of the statement's snapshot: the oldest transaction still running in it, or
- * the snapshot's xmax when none runs. Transaction ids belong to the whole PostgreSQL server,
- * so `pg_snapshot_xmin` would also wait for writing transactions of other databases, which
- * can never write this database's events (a long one elsewhere would stop every stream
- * here). A running transaction is left out only when pg_stat_activity shows its id on a
- * session of another database: a session's database never changes and ids are never
- * reused, so that is a fact, whenever it was read. Any other (a session of this database,
- * one that has just ended, one whose details this role may not see) holds the horizon, as
- * before. Ids compare on their low 32 bits (pg_stat_activity shows `xid`, the snapshot
- * `xid8`): ids running at once are less than 2^31 apart.
+ * The horizon of the statement's snapshot: the oldest transaction of this database still
+ * running in it, or the snapshot's xmax when none runs. The rule is the database function
+ * `memstore_event_horizon()` (drizzle/0009_read_functions.sql, which says why transactions of
+ * other databases are left out); as a subquery it is worked out once per statement.
  */
-const EVENT_HORIZON_TEXT = `coalesce(
-      (select min(running) from pg_snapshot_xip(pg_current_snapshot()) running
-        where not exists (select 1 from pg_stat_activity other
-          where other.backend_xid is not null and other.datname is distinct from current_database()
-            and other.backend_xid::text = (running::text::numeric % 4294967296)::text)),
-      pg_snapshot_xmax(pg_current_snapshot()))`;
-const EVENT_HORIZON = sql.raw(EVENT_HORIZON_TEXT);
+const EVENT_HORIZON = sql.raw('(select memstore_event_horizon())');
 
 /**
  * A workspace's change mark, for conditional reads (an answer's ETag): as of the statement's
@@ -171,7 +159,7 @@ const EVENT_HORIZON = sql.raw(EVENT_HORIZON_TEXT);
  * retention sweep (deleteExpiredEvents) keeps each workspace's newest event, however old,
  * so the mark never returns to an earlier value.
  */
-export const CHANGE_MARK_EMPTY = 'empty';
+/** Written by `memstore_change_mark` (drizzle/0009_read_functions.sql), as `empty` is. */
 export const CHANGE_MARK_UNSETTLED = 'unsettled';
 
 /**
@@ -179,16 +167,15 @@ export const CHANGE_MARK_UNSETTLED = 'unsettled';
  * the statement it goes into (a column such as `api_key."workspace_id"`), never a value.
  */
 export function workspaceChangeMarkSql(workspaceId: string): string {
-  const mark = `e.xid::text || '.' || e.id::text`;
-  // The snapshot's xmin first: it costs nothing, and mostly settles the mark already.
-  return `coalesce((select case when e.xid < pg_snapshot_xmin(pg_current_snapshot()) then ${mark}
-        when e.xid < ${EVENT_HORIZON_TEXT} then ${mark} else '${CHANGE_MARK_UNSETTLED}' end
-      from "${getTableName(memoryEvents)}" e where e.workspace_id = ${workspaceId} order by e.xid desc, e.id desc limit 1), '${CHANGE_MARK_EMPTY}')`;
+  // The function (drizzle/0009_read_functions.sql) tries the snapshot's xmin first, which
+  // costs nothing and mostly settles the mark, and works out the horizon only when it does
+  // not; written into the statement, the horizon's subqueries were set up on every run.
+  return `memstore_change_mark(${workspaceId})`;
 }
 
 /** A workspace's change mark now (see workspaceChangeMarkSql). */
 export async function readWorkspaceChangeMark(db: Database, workspaceId: string): Promise<string> {
-  const [row] = rowsOf(await db.execute(sql`select ${sql.raw(workspaceChangeMarkSql('w.id'))} as mark from (select ${workspaceId}::text as id) w`));
+  const [row] = rowsOf(await db.execute(sql`select memstore_change_mark(${workspaceId}::text) as mark`));
   return row!.mark as string;
 }
 

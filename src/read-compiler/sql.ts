@@ -53,12 +53,9 @@ function exposedValue(row: string, field: ExposedField): SQL {
       // DateTime: RFC 3339 in UTC with milliseconds, as Date.prototype.toISOString writes it.
       return sql`coalesce('"' || to_char(${value} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null')`;
     case 'metadata':
-      // The JSONObject scalar's order: array-index keys (0 … 2^32 − 2) first, ascending as
-      // numbers, then the others in jsonb's order (by UTF-8 length, then bytes) — the order
-      // of a JavaScript object parsed from jsonb's text, which is what the resolvers answer.
-      return sql`(select coalesce('{' || string_agg(to_json(e.key)::text || ':' || e.value::text, ',' order by
-      (case when e.key ~ '^(0|[1-9][0-9]{0,9})$' then nullif(least(e.key::bigint, 4294967295), 4294967295) end) nulls last,
-      octet_length(e.key), e.key collate "C") || '}', '{}') from jsonb_each(${value}) e)`;
+      // The JSONObject scalar's order, the resolvers' (drizzle/0009_read_functions.sql):
+      // a function, so that its aggregate is not set up on every run of every statement.
+      return sql`memstore_metadata_json(${value})`;
     case 'isSet':
       return sql`(case when ${value} is not null then 'true' else 'false' end)`;
     case 'unlessSet':
