@@ -14,6 +14,7 @@ import * as schema from './schema.js';
 import { checkDeadline, observeStatement } from './deadline.js';
 import { recordStatement } from './statement-count.js';
 import { PGLITE_PREPARED_TEXTS, preparedStatements } from './pglite-prepared.js';
+import { oneStatementAtATime } from './pglite-statements.js';
 import { PoolDemand, type PoolUse, type StatementDone } from './statement-observer.js';
 
 /** `MEMSTORE_DATA_DIR=memory://` keeps the embedded database in memory (gone at exit). */
@@ -126,67 +127,6 @@ function beforeStatement(query: string, params: unknown[]): void {
 
 const logger = { logQuery: beforeStatement };
 
-/**
- * PGlite runs each statement in this thread, and while one runs nothing else does. Its
- * statements are therefore sent one at a time, each after one turn of the event loop, so
- * that timers (a request's time limit) and other requests (/healthz) are served between
- * them; and a statement whose request has run out of time by its turn is not run at all
- * (a request's statements may all have been queued at once, by a DataLoader).
- * A transaction's statements are sent the same way.
- */
-function oneStatementAtATime<Client extends { query: (...args: never[]) => unknown; exec: (...args: never[]) => unknown }>(
-  client: Client,
-  /** The database's one connection: statements waiting their turn and transactions (null inside a transaction). */
-  demand: PoolDemand | null,
-  /** `queryPrepared(text, params)`: a prepared statement's rows, or null when it was not run (pglite-prepared.ts). */
-  prepared?: (text: string, params: unknown[]) => Promise<unknown>,
-): Client & { queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[] | null> } {
-  let tail: Promise<unknown> = Promise.resolve();
-  const inTurn = (text: string, run: () => unknown) => {
-    const end = demand?.begin();
-    const turn = tail.then(async () => {
-      await new Promise((resolve) => setImmediate(resolve));
-      checkDeadline();
-      const done = observeStatement(text);
-      if (!done) return run();
-      try {
-        const result = await run();
-        done();
-        return result;
-      } catch (error) {
-        done(error);
-        throw error;
-      }
-    });
-    tail = turn.catch(() => {});
-    if (end) turn.then(end, end);
-    return turn;
-  };
-  return new Proxy(client as never, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (property === 'query' || property === 'exec') {
-        return (...args: unknown[]) => inTurn(args[0] as string, () => (value as (...callArgs: unknown[]) => unknown).apply(target, args));
-      }
-      if (property === 'queryPrepared') return (text: string, params: unknown[]) => inTurn(text, () => prepared?.(text, params) ?? null);
-      // A transaction's statements go one at a time in the same way, in their own line.
-      if (property === 'transaction') {
-        return (body: (transaction: Client) => unknown, ...rest: unknown[]) => {
-          const end = demand?.begin();
-          const transaction = (value as (...callArgs: unknown[]) => Promise<unknown>).call(
-            target,
-            (transaction: Client) => body(oneStatementAtATime(transaction, null)),
-            ...rest,
-          );
-          if (end) transaction.then(end, end);
-          return transaction;
-        };
-      }
-      return typeof value === 'function' ? (value as (...callArgs: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
 export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl === undefined ? openPglite(options) : openPostgres(options, options.databaseUrl);
 }
@@ -200,7 +140,7 @@ export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle
  */
 async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   // Loaded only when used: a server on PostgreSQL does not carry the embedded database.
-  const [{ PGlite, protocol }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+  const [{ PGlite, protocol, parse }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
@@ -215,7 +155,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     throw error;
   }
   const demand = new PoolDemand(1);
-  const statements = oneStatementAtATime(client, demand, preparedStatements(client, protocol.serialize, PGLITE_PREPARED_TEXTS));
+  const statements = oneStatementAtATime(client, demand, preparedStatements(client, { serialize: protocol.serialize, parseResults: parse.parseResults }, PGLITE_PREPARED_TEXTS));
   const db = drizzlePglite({ client: statements, schema, logger }) as unknown as Database;
   let closed = false;
   const { announcer, listen } = localAnnouncements();

@@ -1,0 +1,69 @@
+import type { QueryOptions } from '@electric-sql/pglite';
+import { checkDeadline, observeStatement } from './deadline.js';
+import type { PreparedStatements } from './pglite-prepared.js';
+import type { PoolDemand } from './statement-observer.js';
+
+/**
+ * PGlite runs each statement in this thread, and while one runs nothing else does. Its
+ * statements are therefore sent one at a time, each after one turn of the event loop, so
+ * that timers (a request's time limit) and other requests (/healthz) are served between
+ * them; and a statement whose request has run out of time by its turn is not run at all
+ * (a request's statements may all have been queued at once, by a DataLoader).
+ * A transaction's statements are sent the same way. Drizzle's statements with parameters
+ * are prepared (pglite-prepared.ts), as compiled reads ask theirs to be.
+ */
+export function oneStatementAtATime<Client extends { query: (...args: never[]) => unknown; exec: (...args: never[]) => unknown }>(
+  client: Client,
+  /** The database's one connection: statements waiting their turn and transactions (null inside a transaction). */
+  demand: PoolDemand | null,
+  prepared: PreparedStatements,
+  inTransaction = false,
+): Client & { queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[] | null> } {
+  let tail: Promise<unknown> = Promise.resolve();
+  const inTurn = (text: string, run: () => unknown) => {
+    const end = demand?.begin();
+    const turn = tail.then(async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      checkDeadline();
+      const done = observeStatement(text);
+      if (!done) return run();
+      try {
+        const result = await run();
+        done();
+        return result;
+      } catch (error) {
+        done(error);
+        throw error;
+      }
+    });
+    tail = turn.catch(() => {});
+    if (end) turn.then(end, end);
+    return turn;
+  };
+  return new Proxy(client as never, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      const unprepared = (args: unknown[]) => (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+      if (property === 'query') {
+        return (text: string, params?: unknown[], options?: QueryOptions) =>
+          inTurn(text, async () => (params?.length ? await prepared.query(text, params, options, inTransaction) : null) ?? unprepared([text, params, options]));
+      }
+      if (property === 'exec') return (...args: unknown[]) => inTurn(args[0] as string, () => unprepared(args));
+      if (property === 'queryPrepared') return (text: string, params: unknown[]) => inTurn(text, () => prepared.rows(text, params));
+      // A transaction's statements go one at a time in the same way, in their own line.
+      if (property === 'transaction') {
+        return (body: (transaction: Client) => unknown, ...rest: unknown[]) => {
+          const end = demand?.begin();
+          const transaction = (value as (...callArgs: unknown[]) => Promise<unknown>).call(
+            target,
+            (transaction: Client) => body(oneStatementAtATime(transaction, null, prepared, true)),
+            ...rest,
+          );
+          if (end) transaction.then(end, end);
+          return transaction;
+        };
+      }
+      return typeof value === 'function' ? (value as (...callArgs: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
