@@ -13,6 +13,16 @@ async function preparedOf(client: PGlite): Promise<{ name: string; statement: st
   return (await client.query<{ name: string; statement: string }>('select name, statement from pg_prepared_statements order by name')).rows;
 }
 
+/** Runs `work` on a PGlite of its own, closed afterwards. */
+async function onFreshPglite(work: (fresh: PGlite) => Promise<void>): Promise<void> {
+  const fresh = await PGlite.create();
+  try {
+    await work(fresh);
+  } finally {
+    await fresh.close();
+  }
+}
+
 describe('statements prepared on PGlite\'s session', () => {
   let client: PGlite;
   beforeAll(async () => {
@@ -32,105 +42,93 @@ describe('statements prepared on PGlite\'s session', () => {
   });
 
   it('throw the database\'s error; a text that failed to parse is not kept, one that failed to run is, and both go on working', async () => {
-    const fresh = await PGlite.create();
-    try {
-      const prepared = preparedStatements(fresh, PROTOCOL, 4);
-      await expect(prepared.rows('select nothing from nowhere', [])).rejects.toMatchObject({ message: 'relation "nowhere" does not exist', code: '42P01' });
-      expect(await preparedOf(fresh)).toEqual([]);
-      await expect(prepared.rows('select $1::int as n', ['x'])).rejects.toMatchObject({ code: '22P02' });
-      expect(await preparedOf(fresh)).toHaveLength(1);
-      expect(await prepared.rows('select $1::int as n', ['7'])).toEqual([{ n: '7' }]);
-      expect(await preparedOf(fresh)).toHaveLength(1);
-      // The session is usable as before.
-      expect((await fresh.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
-    } finally {
-      await fresh.close();
-    }
+    await onFreshPglite(async (fresh) => {
+    const prepared = preparedStatements(fresh, PROTOCOL, 4);
+    await expect(prepared.rows('select nothing from nowhere', [])).rejects.toMatchObject({ message: 'relation "nowhere" does not exist', code: '42P01' });
+    expect(await preparedOf(fresh)).toEqual([]);
+    await expect(prepared.rows('select $1::int as n', ['x'])).rejects.toMatchObject({ code: '22P02' });
+    expect(await preparedOf(fresh)).toHaveLength(1);
+    expect(await prepared.rows('select $1::int as n', ['7'])).toEqual([{ n: '7' }]);
+    expect(await preparedOf(fresh)).toHaveLength(1);
+    // The session is usable as before.
+    expect((await fresh.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    });
   });
 
   it('keep at most their limit of texts, closing the least recently used, and leave to the caller parameters that are not plain values (null: not run)', async () => {
-    const fresh = await PGlite.create();
-    try {
-      const prepared = preparedStatements(fresh, PROTOCOL, 2);
-      expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
-      expect(await prepared.rows('select 2 as b', [])).toEqual([{ b: '2' }]);
-      expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
-      expect(await prepared.rows('select 3 as c', [])).toEqual([{ c: '3' }]);
-      expect((await preparedOf(fresh)).map((row) => row.statement).sort()).toEqual(['select 1 as a', 'select 3 as c']);
-      expect(await prepared.rows('select 2 as b', [])).toEqual([{ b: '2' }]);
-      expect((await preparedOf(fresh)).map((row) => row.statement).sort()).toEqual(['select 2 as b', 'select 3 as c']);
-      expect(await prepared.rows('select $1::text[] as list', [['a', 'b']])).toBeNull();
-      expect(await prepared.rows('select $1::bigint as big', [2n ** 40n])).toBeNull();
-      expect(await prepared.rows('select $1::float8 as nan', [Number.NaN])).toBeNull();
-      expect(await preparedOf(fresh)).toHaveLength(2);
-      // Many calls of one new text at once parse it once.
-      const again = preparedStatements(fresh, PROTOCOL, 8);
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, index) => again.rows('select $1::int * 2 as twice', [index])));
-      expect(answers.map((rows) => rows![0]!.twice)).toEqual(Array.from({ length: 20 }, (_, index) => String(index * 2)));
-      expect((await preparedOf(fresh)).filter((row) => row.statement.includes('twice'))).toHaveLength(1);
-    } finally {
-      await fresh.close();
-    }
+    await onFreshPglite(async (fresh) => {
+    const prepared = preparedStatements(fresh, PROTOCOL, 2);
+    expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
+    expect(await prepared.rows('select 2 as b', [])).toEqual([{ b: '2' }]);
+    expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
+    expect(await prepared.rows('select 3 as c', [])).toEqual([{ c: '3' }]);
+    expect((await preparedOf(fresh)).map((row) => row.statement).sort()).toEqual(['select 1 as a', 'select 3 as c']);
+    expect(await prepared.rows('select 2 as b', [])).toEqual([{ b: '2' }]);
+    expect((await preparedOf(fresh)).map((row) => row.statement).sort()).toEqual(['select 2 as b', 'select 3 as c']);
+    expect(await prepared.rows('select $1::text[] as list', [['a', 'b']])).toBeNull();
+    expect(await prepared.rows('select $1::bigint as big', [2n ** 40n])).toBeNull();
+    expect(await prepared.rows('select $1::float8 as nan', [Number.NaN])).toBeNull();
+    expect(await preparedOf(fresh)).toHaveLength(2);
+    // Many calls of one new text at once parse it once.
+    const again = preparedStatements(fresh, PROTOCOL, 8);
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, index) => again.rows('select $1::int * 2 as twice', [index])));
+    expect(answers.map((rows) => rows![0]!.twice)).toEqual(Array.from({ length: 20 }, (_, index) => String(index * 2)));
+    expect((await preparedOf(fresh)).filter((row) => row.statement.includes('twice'))).toHaveLength(1);
+    });
   });
 
   it('answer a statement as PGlite\'s query does: the same rows, parsed alike in either row mode and with the caller\'s parsers, the same fields and affected rows, also inside a transaction', async () => {
-    const fresh = await PGlite.create();
+    await onFreshPglite(async (fresh) => {
+    await fresh.exec(`create table kept (id int primary key, big bigint, flag boolean, doc jsonb, at timestamptz, amount numeric, tags text[], note text)`);
+    const prepared = preparedStatements(fresh, PROTOCOL, 8);
+    // As drizzle asks: instants as PostgreSQL's text.
+    const asText = { [1184]: (value: string) => value };
+    const statements: [string, unknown[], Parameters<PGlite['query']>[2]][] = [
+      [`insert into kept values ($1, $2, $3, $4, $5, $6, '{a,"b c"}', $7), ($8, null, null, '{}', null, null, null, null)`, [1, '9007199254740993', true, '{"k":"v","n":[1,2]}', '2026-12-05T06:00:00.123Z', '12.50', 'één', 2], undefined],
+      ['select * from kept where id = $1', [1], undefined],
+      ['select * from kept where id >= $1 order by id', [1], { rowMode: 'array' }],
+      ['select at, id from kept where id = $1', [1], { rowMode: 'array', parsers: asText }],
+      ['update kept set note = $2 where id >= $1', [1, 'x'], undefined],
+      ['select count(*) as n, $1::text as word from kept where note = $1', ['x'], undefined],
+      ['delete from kept where id = $1 returning id, note', [2], undefined],
+    ];
+    const copy = await PGlite.create();
     try {
-      await fresh.exec(`create table kept (id int primary key, big bigint, flag boolean, doc jsonb, at timestamptz, amount numeric, tags text[], note text)`);
-      const prepared = preparedStatements(fresh, PROTOCOL, 8);
-      // As drizzle asks: instants as PostgreSQL's text.
-      const asText = { [1184]: (value: string) => value };
-      const statements: [string, unknown[], Parameters<PGlite['query']>[2]][] = [
-        [`insert into kept values ($1, $2, $3, $4, $5, $6, '{a,"b c"}', $7), ($8, null, null, '{}', null, null, null, null)`, [1, '9007199254740993', true, '{"k":"v","n":[1,2]}', '2026-12-05T06:00:00.123Z', '12.50', 'één', 2], undefined],
-        ['select * from kept where id = $1', [1], undefined],
-        ['select * from kept where id >= $1 order by id', [1], { rowMode: 'array' }],
-        ['select at, id from kept where id = $1', [1], { rowMode: 'array', parsers: asText }],
-        ['update kept set note = $2 where id >= $1', [1, 'x'], undefined],
-        ['select count(*) as n, $1::text as word from kept where note = $1', ['x'], undefined],
-        ['delete from kept where id = $1 returning id, note', [2], undefined],
-      ];
-      const copy = await PGlite.create();
-      try {
-        await copy.exec(`create table kept (id int primary key, big bigint, flag boolean, doc jsonb, at timestamptz, amount numeric, tags text[], note text)`);
-        for (const [text, params, options] of statements) {
-          const expected = await copy.query(text, params, options);
-          expect(await prepared.query(text, params, options, false), text).toEqual(expected);
-        }
-        // Inside a transaction the statement runs in it, and does not wait for it to end.
-        const inside = await fresh.transaction(async (tx) => {
-          await tx.query('insert into kept (id, note) values ($1, $2)', [3, 'in']);
-          return prepared.query('select id, note from kept where id = $1', [3], undefined, true);
-        });
-        expect(inside?.rows).toEqual([{ id: 3, note: 'in' }]);
-      } finally {
-        await copy.close();
+      await copy.exec(`create table kept (id int primary key, big bigint, flag boolean, doc jsonb, at timestamptz, amount numeric, tags text[], note text)`);
+      for (const [text, params, options] of statements) {
+        const expected = await copy.query(text, params, options);
+        expect(await prepared.query(text, params, options, false), text).toEqual(expected);
       }
+      // Inside a transaction the statement runs in it, and does not wait for it to end.
+      const inside = await fresh.transaction(async (tx) => {
+        await tx.query('insert into kept (id, note) values ($1, $2)', [3, 'in']);
+        return prepared.query('select id, note from kept where id = $1', [3], undefined, true);
+      });
+      expect(inside?.rows).toEqual([{ id: 3, note: 'in' }]);
     } finally {
-      await fresh.close();
+      await copy.close();
     }
+    });
   });
 
   it('lose no statement to a transaction that has failed: one it refused to close is still known, and none is left behind', async () => {
-    const fresh = await PGlite.create();
-    try {
-      const prepared = preparedStatements(fresh, PROTOCOL, 1);
-      expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
-      await expect(
-        fresh.transaction(async (tx) => {
-          await expect(prepared.query('select 1 / $1::int as broken', [0], undefined, true)).rejects.toMatchObject({ code: '22012' });
-          // The limit is reached: this new text would close the oldest, in a transaction that refuses everything.
-          await prepared.query('select $1::int as b', [2], undefined, true);
-        }),
-      ).rejects.toMatchObject({ code: '25P02' });
-      // What the session holds is what they know: every text runs again, none is held twice.
-      expect((await preparedOf(fresh)).length).toBeLessThanOrEqual(1);
-      for (const [text, params] of [['select 1 as a', []], ['select 1 / $1::int as broken', [1]], ['select $1::int as b', [2]], ['select 1 as a', []]] as const) {
-        expect(await prepared.query(text, [...params], undefined, false)).toMatchObject({ rows: [expect.any(Object)] });
-        expect((await preparedOf(fresh)).map((row) => row.statement)).toEqual([text]);
-      }
-    } finally {
-      await fresh.close();
+    await onFreshPglite(async (fresh) => {
+    const prepared = preparedStatements(fresh, PROTOCOL, 1);
+    expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
+    await expect(
+      fresh.transaction(async (tx) => {
+        await expect(prepared.query('select 1 / $1::int as broken', [0], undefined, true)).rejects.toMatchObject({ code: '22012' });
+        // The limit is reached: this new text would close the oldest, in a transaction that refuses everything.
+        await prepared.query('select $1::int as b', [2], undefined, true);
+      }),
+    ).rejects.toMatchObject({ code: '25P02' });
+    // What the session holds is what they know: every text runs again, none is held twice.
+    expect((await preparedOf(fresh)).length).toBeLessThanOrEqual(1);
+    for (const [text, params] of [['select 1 as a', []], ['select 1 / $1::int as broken', [1]], ['select $1::int as b', [2]], ['select 1 as a', []]] as const) {
+      expect(await prepared.query(text, [...params], undefined, false)).toMatchObject({ rows: [expect.any(Object)] });
+      expect((await preparedOf(fresh)).map((row) => row.statement)).toEqual([text]);
     }
+    });
   });
 
   it('wait for a transaction open on the session to end: never run inside it, nor see what it then rolls back', async () => {
