@@ -1,12 +1,13 @@
 import { parse, PGlite, protocol } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { preparedStatements } from '../src/db/pglite-prepared.js';
+import { oneStatementAtATime } from '../src/db/pglite-statements.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { createMemory, createStore } from './support/builders.js';
 import { postgresUrl } from './support/database.js';
 import { useTestServer } from './support/server.js';
 
-const PROTOCOL = { serialize: protocol.serialize, parseResults: parse.parseResults };
+const PROTOCOL = { serialize: protocol.serialize, ...parse };
 
 /** The statements PGlite's one session has prepared (PostgreSQL's own view of them). */
 async function preparedOf(client: PGlite): Promise<{ name: string; statement: string }[]> {
@@ -55,7 +56,7 @@ describe('statements prepared on PGlite\'s session', () => {
     });
   });
 
-  it('keep at most their limit of texts, closing the least recently used, and leave to the caller parameters that are not plain values (null: not run)', async () => {
+  it('keep at most their limit of texts, closing the least recently used', async () => {
     await onFreshPglite(async (fresh) => {
     const prepared = preparedStatements(fresh, PROTOCOL, 2);
     expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
@@ -65,9 +66,6 @@ describe('statements prepared on PGlite\'s session', () => {
     expect((await preparedOf(fresh)).map((row) => row.statement).sort()).toEqual(['select 1 as a', 'select 3 as c']);
     expect(await prepared.rows('select 2 as b', [])).toEqual([{ b: '2' }]);
     expect((await preparedOf(fresh)).map((row) => row.statement).sort()).toEqual(['select 2 as b', 'select 3 as c']);
-    expect(await prepared.rows('select $1::text[] as list', [['a', 'b']])).toBeNull();
-    expect(await prepared.rows('select $1::bigint as big', [2n ** 40n])).toBeNull();
-    expect(await prepared.rows('select $1::float8 as nan', [Number.NaN])).toBeNull();
     expect(await preparedOf(fresh)).toHaveLength(2);
     // Many calls of one new text at once parse it once.
     const again = preparedStatements(fresh, PROTOCOL, 8);
@@ -91,18 +89,27 @@ describe('statements prepared on PGlite\'s session', () => {
       ['update kept set note = $2 where id >= $1', [1, 'x'], undefined],
       ['select count(*) as n, $1::text as word from kept where note = $1', ['x'], undefined],
       ['delete from kept where id = $1 returning id, note', [2], undefined],
+      // Each parameter written by PGlite's serializer for its type, as query writes it.
+      ['select $1::timestamptz as at, $2::date as day, $3::text[] as list, $4::bigint as big, $5::float8 as nan, $6::jsonb as doc, $7::text as flag', [1700000000000, 20240101, ['a', 'b c'], 2n ** 40n, Number.NaN, { k: [1, 2] }, true], undefined],
+      ['select $1::timestamptz as at, $2::bytea as bytes', [new Date('2026-12-05T06:00:00.123Z'), new Uint8Array([1, 2])], undefined],
     ];
     const copy = await PGlite.create();
     try {
       await copy.exec(`create table kept (id int primary key, big bigint, flag boolean, doc jsonb, at timestamptz, amount numeric, tags text[], note text)`);
       for (const [text, params, options] of statements) {
         const expected = await copy.query(text, params, options);
-        expect(await prepared.query(text, params, options, false), text).toEqual(expected);
+        expect(await prepared.query(text, params, options), text).toEqual(expected);
       }
       // Inside a transaction the statement runs in it, and does not wait for it to end.
+      // A value query refuses for its type is refused alike, before anything is bound.
+      for (const [text, params] of [['select $1::bytea as bytes', ['\\x0102']], ['select $1::boolean as yes', ['tru']]] as const) {
+        const refusal = await copy.query(text, [...params]).then(() => null, (error: Error) => error.message);
+        expect(refusal).not.toBeNull();
+        await expect(prepared.query(text, [...params], undefined)).rejects.toThrow(refusal!);
+      }
       const inside = await fresh.transaction(async (tx) => {
         await tx.query('insert into kept (id, note) values ($1, $2)', [3, 'in']);
-        return prepared.query('select id, note from kept where id = $1', [3], undefined, true);
+        return prepared.query('select id, note from kept where id = $1', [3], undefined, tx);
       });
       expect(inside?.rows).toEqual([{ id: 3, note: 'in' }]);
     } finally {
@@ -117,17 +124,31 @@ describe('statements prepared on PGlite\'s session', () => {
     expect(await prepared.rows('select 1 as a', [])).toEqual([{ a: '1' }]);
     await expect(
       fresh.transaction(async (tx) => {
-        await expect(prepared.query('select 1 / $1::int as broken', [0], undefined, true)).rejects.toMatchObject({ code: '22012' });
+        await expect(prepared.query('select 1 / $1::int as broken', [0], undefined, tx)).rejects.toMatchObject({ code: '22012' });
         // The limit is reached: this new text would close the oldest, in a transaction that refuses everything.
-        await prepared.query('select $1::int as b', [2], undefined, true);
+        await prepared.query('select $1::int as b', [2], undefined, tx);
       }),
     ).rejects.toMatchObject({ code: '25P02' });
     // What the session holds is what they know: every text runs again, none is held twice.
     expect((await preparedOf(fresh)).length).toBeLessThanOrEqual(1);
     for (const [text, params] of [['select 1 as a', []], ['select 1 / $1::int as broken', [1]], ['select $1::int as b', [2]], ['select 1 as a', []]] as const) {
-      expect(await prepared.query(text, [...params], undefined, false)).toMatchObject({ rows: [expect.any(Object)] });
+      expect(await prepared.query(text, [...params], undefined)).toMatchObject({ rows: [expect.any(Object)] });
       expect((await preparedOf(fresh)).map((row) => row.statement)).toEqual([text]);
     }
+    });
+  });
+
+  it('leave a statement of a transaction that has ended to query, which refuses it: it never runs after the rollback', async () => {
+    await onFreshPglite(async (fresh) => {
+      await fresh.exec('create table notes (n int)');
+      const line = oneStatementAtATime(fresh, null, preparedStatements(fresh, PROTOCOL, 4));
+      await expect(
+        line.transaction(async (tx) => {
+          await Promise.all([tx.query('select 1 / $1::int as broken', [0]), tx.query('insert into notes values ($1)', [42])]);
+        }),
+      ).rejects.toMatchObject({ code: '22012' });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await fresh.query('select n from notes')).rows).toEqual([]);
     });
   });
 

@@ -155,7 +155,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     throw error;
   }
   const demand = new PoolDemand(1);
-  const statements = oneStatementAtATime(client, demand, preparedStatements(client, { serialize: protocol.serialize, parseResults: parse.parseResults }, PGLITE_PREPARED_TEXTS));
+  const statements = oneStatementAtATime(client, demand, preparedStatements(client, { serialize: protocol.serialize, ...parse }, PGLITE_PREPARED_TEXTS));
   const db = drizzlePglite({ client: statements, schema, logger }) as unknown as Database;
   let closed = false;
   const { announcer, listen } = localAnnouncements();

@@ -1,6 +1,6 @@
 import type { QueryOptions } from '@electric-sql/pglite';
 import { checkDeadline, observeStatement } from './deadline.js';
-import type { PreparedStatements } from './pglite-prepared.js';
+import type { OpenTransaction, PreparedStatements } from './pglite-prepared.js';
 import type { PoolDemand } from './statement-observer.js';
 
 /**
@@ -17,7 +17,8 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
   /** The database's one connection: statements waiting their turn and transactions (null inside a transaction). */
   demand: PoolDemand | null,
   prepared: PreparedStatements,
-  inTransaction = false,
+  /** The transaction these statements belong to (null: the session's own line). */
+  transaction?: OpenTransaction,
 ): Client & { queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[] | null> } {
   let tail: Promise<unknown> = Promise.resolve();
   const inTurn = (text: string, run: () => unknown) => {
@@ -46,7 +47,7 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
       const unprepared = (args: unknown[]) => (value as (...callArgs: unknown[]) => unknown).apply(target, args);
       if (property === 'query') {
         return (text: string, params?: unknown[], options?: QueryOptions) =>
-          inTurn(text, async () => (params?.length ? await prepared.query(text, params, options, inTransaction) : null) ?? unprepared([text, params, options]));
+          inTurn(text, async () => (params?.length ? await prepared.query(text, params, options, transaction) : null) ?? unprepared([text, params, options]));
       }
       if (property === 'exec') return (...args: unknown[]) => inTurn(args[0] as string, () => unprepared(args));
       if (property === 'queryPrepared') return (text: string, params: unknown[]) => inTurn(text, () => prepared.rows(text, params));
@@ -56,7 +57,7 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
           const end = demand?.begin();
           const transaction = (value as (...callArgs: unknown[]) => Promise<unknown>).call(
             target,
-            (transaction: Client) => body(oneStatementAtATime(transaction, null, prepared, true)),
+            (transaction: Client) => body(oneStatementAtATime(transaction, null, prepared, transaction as unknown as OpenTransaction)),
             ...rest,
           );
           if (end) transaction.then(end, end);
