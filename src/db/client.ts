@@ -182,7 +182,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     run: async (text, params, options) => {
       beforeStatement(text, params);
       const rows = options?.prepare ? await statements.queryPrepared(text, params) : null;
-      return rows ?? (await statements.query<Record<string, unknown>>(text, params)).rows;
+      return rows ?? (await statements.queryUnprepared(text, params)).rows;
     },
     kind: 'pglite',
     ping: async () => {

@@ -19,7 +19,10 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
   prepared: PreparedStatements,
   /** The transaction these statements belong to (null: the session's own line). */
   transaction?: OpenTransaction,
-): Client & { queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[] | null> } {
+): Client & {
+  queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[] | null>;
+  queryUnprepared(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+} {
   let tail: Promise<unknown> = Promise.resolve();
   const inTurn = (text: string, run: () => unknown) => {
     const end = demand?.begin();
@@ -51,6 +54,11 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
       }
       if (property === 'exec') return (...args: unknown[]) => inTurn(args[0] as string, () => unprepared(args));
       if (property === 'queryPrepared') return (text: string, params: unknown[]) => inTurn(text, () => prepared.rows(text, params));
+      // A text built for one request only: parsed once, as query does, and not kept among the prepared.
+      if (property === 'queryUnprepared') {
+        const query = Reflect.get(target, 'query', receiver) as (...callArgs: unknown[]) => unknown;
+        return (...args: unknown[]) => inTurn(args[0] as string, () => query.apply(target, args));
+      }
       // A transaction's statements go one at a time in the same way, in their own line.
       if (property === 'transaction') {
         return (body: (transaction: Client) => unknown, ...rest: unknown[]) => {
