@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
+import v8 from 'node:v8';
 import { createApp, eventHubOf, type AppOptions } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/client.js';
@@ -24,8 +25,26 @@ const SHUTDOWN_EXIT_MS = 9_500;
 /** While draining, connections that fall idle (keep-alive, between requests) are closed this often. */
 const SHUTDOWN_IDLE_SWEEP_MS = 50;
 
+/**
+ * How far, in percent, the JavaScript heap may grow past what the last full garbage
+ * collection kept before the next one starts. Under steady load a request's objects outlive
+ * two young-generation collections (the request waits on the database meanwhile), so they
+ * are promoted to the old generation and die there; with V8's own factor for a heap of this
+ * size (up to 4×) the process's memory then swings between about its idle size and 100 MB
+ * above it, every few seconds. At 1.5× it stays within about 10 MB of the idle size, for
+ * full collections that are more frequent and as short (the live heap is the same).
+ */
+export const HEAP_GROWING_PERCENT = 50;
+
+/** The V8 flag main() sets: none when node was started with its own `--heap-growing-percent`. */
+export function heapGrowingFlag(execArgv: readonly string[]): string | null {
+  return execArgv.some((argument) => /^--heap[-_]growing[-_]percent(=|$)/.test(argument)) ? null : `--heap-growing-percent=${HEAP_GROWING_PERCENT}`;
+}
+
 /** Starts the server as configured by the environment; `app` overrides options of the app (the benchmark compares them). */
 export async function main(app: Pick<AppOptions, 'leanPath'> = {}): Promise<void> {
+  const heapFlag = heapGrowingFlag(process.execArgv);
+  if (heapFlag) v8.setFlagsFromString(heapFlag);
   let config;
   try {
     config = loadConfig();

@@ -1,10 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { startServerProcess, type ServerProcess } from './support/process.js';
+import { HEAP_GROWING_PERCENT, heapGrowingFlag } from '../src/server.js';
 
 const running: ServerProcess[] = [];
 const scratchDirs: string[] = [];
@@ -135,5 +137,20 @@ describe('the server process', { timeout: 120_000 }, () => {
     } finally {
       await scratch.drop();
     }
+  });
+});
+
+describe("the server process's heap", () => {
+  it('is kept within its growing factor of what the last full collection kept, unless node was started with its own', () => {
+    expect(heapGrowingFlag(['--enable-source-maps'])).toBe(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+    expect(heapGrowingFlag(['--heap-growing-percent=0'])).toBeNull();
+    expect(heapGrowingFlag(['--heap_growing_percent=200'])).toBeNull();
+    expect(heapGrowingFlag(['--heap-growing-percent', '120'])).toBeNull();
+  });
+
+  it('sets a flag this node knows: node refuses one it does not', () => {
+    const run = (flag: string) => spawnSync(process.execPath, [flag, '-e', '0'], { encoding: 'utf8' });
+    expect(run(heapGrowingFlag([])!).status).toBe(0);
+    expect(run('--heap-growing-percentage=50').status).not.toBe(0);
   });
 });

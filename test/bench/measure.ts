@@ -72,6 +72,7 @@ export async function startServer(name: string, script: string, env: Record<stri
   const nodeArguments = [
     ...(process.env.BENCH_CPU_PROF && name.startsWith('memstore') ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []),
     ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
+    ...(process.env.BENCH_MEMSTORE_NODE_ARGS && name.startsWith('memstore') ? process.env.BENCH_MEMSTORE_NODE_ARGS.split(' ') : []),
     ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []),
     script,
   ];
@@ -82,7 +83,9 @@ export async function startServer(name: string, script: string, env: Record<stri
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const serverLog = process.env.BENCH_SERVER_LOG && name.startsWith('memstore') ? fs.createWriteStream(process.env.BENCH_SERVER_LOG, { flags: 'a' }) : null;
   child.stdout!.on('data', (chunk: Buffer) => {
+    serverLog?.write(chunk);
     output = (output + chunk.toString()).slice(-20_000);
   });
   child.stderr!.on('data', (chunk: Buffer) => {

@@ -169,6 +169,15 @@ async function start(
   return server;
 }
 
+/** BENCH_MEMORY_TRACE: logs a memstore process's RSS and heap (from its /metrics), in MB. */
+async function logMemory(server: ServerProcess): Promise<void> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
+  const mb = (bytes: string | undefined) => (bytes === undefined ? '?' : (Number(bytes) / 2 ** 20).toFixed(1));
+  const gauge = (name: string) => mb(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  const spaces = [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)$/gm)].map((match) => `${match[1]} ${mb(match[2])}`);
+  log(`memory: RSS ${mb(String(rssBytes(server.pid) ?? 0))}, heap used ${gauge('nodejs_heap_size_used_bytes')} of ${gauge('nodejs_heap_size_total_bytes')} (${spaces.join(', ')})`);
+}
+
 async function stop(server: ServerProcess): Promise<void> {
   servers.splice(servers.indexOf(server), 1);
   await server.stop();
@@ -313,8 +322,14 @@ async function main(): Promise<void> {
     const sampler = setInterval(() => {
       rssMax = Math.max(rssMax, rssBytes(server.pid) ?? 0);
     }, 250);
+    const memoryTrace = process.env.BENCH_MEMORY_TRACE && kind === 'memstore' && seconds === LONG_SECONDS ? setInterval(() => void logMemory(server), 10_000) : null;
+    if (memoryTrace) void logMemory(server);
     const load = await runLoad({ baseUrl: server.baseUrl, token, workload, kind, connections, seconds });
     clearInterval(sampler);
+    if (memoryTrace) {
+      clearInterval(memoryTrace);
+      await logMemory(server);
+    }
     const serverCpu = cpuDelta(serverBefore, cpuOf([server.pid]));
     const rssEnd = rssBytes(server.pid) ?? 0;
     rssMax = Math.max(rssMax, rssEnd);
