@@ -181,8 +181,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     db,
     run: async (text, params, options) => {
       beforeStatement(text, params);
-      const rows = options?.prepare ? await statements.queryPrepared(text, params) : null;
-      return rows ?? (await statements.queryUnprepared(text, params)).rows;
+      return options?.prepare ? statements.queryPrepared(text, params) : (await statements.queryUnprepared(text, params)).rows;
     },
     kind: 'pglite',
     ping: async () => {

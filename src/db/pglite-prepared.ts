@@ -21,8 +21,8 @@ export interface OpenTransaction {
 }
 
 export interface PreparedStatements {
-  /** A statement's rows by column name, every value as PostgreSQL's text, or null when it was not run. */
-  rows(text: string, params: readonly unknown[]): Promise<Record<string, unknown>[] | null>;
+  /** A statement's rows by column name, every value as PostgreSQL's text (it waits for a transaction open on the session to end). */
+  rows(text: string, params: readonly unknown[]): Promise<Record<string, unknown>[]>;
   /**
    * A statement's result as PGlite's `query` answers it (rows parsed by the same parsers, in
    * the same row mode), or null when it was not run: the caller then sends it through `query`.
@@ -103,8 +103,8 @@ export function preparedStatements(client: PGlite, pglite: PgliteProtocol, limit
 
   return {
     async rows(text, params) {
-      const messages = await exchange(text, params, undefined, undefined);
-      if (messages === null) return null;
+      // Outside a transaction a statement always runs.
+      const messages = (await exchange(text, params, undefined, undefined))!;
       let columns: string[] = [];
       const rows: Record<string, unknown>[] = [];
       for (const message of messages) {

@@ -20,7 +20,7 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
   /** The transaction these statements belong to (null: the session's own line). */
   transaction?: OpenTransaction,
 ): Client & {
-  queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[] | null>;
+  queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[]>;
   queryUnprepared(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
 } {
   let tail: Promise<unknown> = Promise.resolve();
@@ -47,18 +47,16 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
   return new Proxy(client as never, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
-      const unprepared = (args: unknown[]) => (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+      /** The client's own method, as PGlite answers it (parsed on every call). */
+      const own = (method: 'query' | 'exec', args: unknown[]) => (Reflect.get(target, method, receiver) as (...callArgs: unknown[]) => unknown).apply(target, args);
       if (property === 'query') {
         return (text: string, params?: unknown[], options?: QueryOptions) =>
-          inTurn(text, async () => (params?.length ? await prepared.query(text, params, options, transaction) : null) ?? unprepared([text, params, options]));
+          inTurn(text, async () => (params?.length ? await prepared.query(text, params, options, transaction) : null) ?? own('query', [text, params, options]));
       }
-      if (property === 'exec') return (...args: unknown[]) => inTurn(args[0] as string, () => unprepared(args));
+      if (property === 'exec') return (...args: unknown[]) => inTurn(args[0] as string, () => own('exec', args));
       if (property === 'queryPrepared') return (text: string, params: unknown[]) => inTurn(text, () => prepared.rows(text, params));
       // A text built for one request only: parsed once, as query does, and not kept among the prepared.
-      if (property === 'queryUnprepared') {
-        const query = Reflect.get(target, 'query', receiver) as (...callArgs: unknown[]) => unknown;
-        return (...args: unknown[]) => inTurn(args[0] as string, () => query.apply(target, args));
-      }
+      if (property === 'queryUnprepared') return (...args: unknown[]) => inTurn(args[0] as string, () => own('query', args));
       // A transaction's statements go one at a time in the same way, in their own line.
       if (property === 'transaction') {
         return (body: (transaction: Client) => unknown, ...rest: unknown[]) => {

@@ -89,6 +89,7 @@ export async function startServer(name: string, script: string, env: Record<stri
     output = (output + chunk.toString()).slice(-20_000);
   });
   child.stderr!.on('data', (chunk: Buffer) => {
+    serverLog?.write(chunk);
     output = (output + chunk.toString()).slice(-20_000);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
