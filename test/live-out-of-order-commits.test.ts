@@ -4,6 +4,7 @@ import { asc, desc, eq } from 'drizzle-orm';
 import { memoryEvents } from '../src/db/schema.js';
 import { encodeEventCursor, listWorkspaceEvents, readWorkspaceChangeMark } from '../src/domain/events.js';
 import postgres from 'postgres';
+import { ANNOUNCEMENTS_APPLICATION_NAME } from '../src/db/announcements.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { createMemoryAt, createStoreNamed, eventsOf, holdWriteOpen, subscribeSse, SUBSCRIBE_EVENTS, useSecondPool } from './support/live.js';
 import { useTestServer } from './support/server.js';
@@ -76,38 +77,86 @@ describe.skipIf(postgresUrl === undefined)('two writes committing out of the ord
   });
 });
 
-describe.skipIf(postgresUrl === undefined)('a writing transaction left open in another database of the same PostgreSQL server', () => {
-  it('holds nothing back: writes in this database are delivered, and their change mark settles, while it runs', async () => {
-    const elsewhere = await createScratchPostgresDatabase('memstore_elsewhere');
-    const session = postgres(elsewhere.url, { max: 1, onnotice: () => {} });
-    let end!: () => void;
-    const ended = new Promise<void>((resolve) => (end = resolve));
-    let started!: () => void;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    // A transaction with an id of its own (what any write takes), older than everything below.
-    const transaction = session.begin(async (tx) => {
-      await tx`select pg_current_xact_id()`;
-      started();
-      await ended;
+/**
+ * A transaction with an id of its own (what any write takes), older than everything written
+ * after it, left open on a session of `url`: `end()` lets it finish (once, however often called).
+ */
+async function holdTransactionIdOpen(url: string, applicationName?: string): Promise<{ end(): Promise<void> }> {
+  const session = postgres(url, { max: 1, onnotice: () => {}, ...(applicationName === undefined ? {} : { connection: { application_name: applicationName } }) });
+  let end!: () => void;
+  const ended = new Promise<void>((resolve) => (end = resolve));
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const transaction = session.begin(async (tx) => {
+    await tx`select pg_current_xact_id()`;
+    started();
+    await ended;
+  });
+  await running;
+  let ending: Promise<void> | undefined;
+  return {
+    end: () =>
+      (ending ??= (async () => {
+        end();
+        await transaction;
+        await session.end();
+      })()),
+  };
+}
+
+describe.skipIf(postgresUrl === undefined)('a transaction left open by a session that never writes memstore\'s events', () => {
+  const cases: { name: string; open: () => Promise<{ end(): Promise<void> }> }[] = [
+    {
+      name: 'a writing transaction of another database of the same PostgreSQL server',
+      open: async () => {
+        const elsewhere = await createScratchPostgresDatabase('memstore_elsewhere');
+        const held = await holdTransactionIdOpen(elsewhere.url);
+        return {
+          end: async () => {
+            await held.end();
+            await elsewhere.drop();
+          },
+        };
+      },
+    },
+    {
+      // Its NOTIFY takes an id before it queues for PostgreSQL's one notification lock,
+      // which other databases' commits may hold.
+      name: 'an announcement of this database, waiting with its transaction id',
+      open: () => holdTransactionIdOpen(server.database.url!, ANNOUNCEMENTS_APPLICATION_NAME),
+    },
+  ];
+  for (const { name, open } of cases) {
+    it(`holds nothing back: writes in this database are delivered, and their change mark settles, while it runs (${name})`, async () => {
+      const held = await open();
+      try {
+        const client = await server.newWorkspace();
+        const storeId = await createStoreNamed(client, 'elsewhere');
+        const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
+        await createMemoryAt(client, storeId, 'delivered.md', 'while another transaction waits');
+        expect(eventsOf(await stream.waitFor(1, 3000)).map((event) => event.memory.path)).toEqual(['delivered.md']);
+        stream.close();
+        // The open transaction holds every snapshot's xmin below this write's event, so only
+        // the horizon, which leaves such sessions out, settles the mark.
+        const [newest] = await server.db.select().from(memoryEvents).where(eq(memoryEvents.workspaceId, client.workspaceId)).orderBy(desc(memoryEvents.xid), desc(memoryEvents.id)).limit(1);
+        expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe(`${newest!.xid}.${newest!.id}`);
+      } finally {
+        await held.end();
+      }
     });
+  }
+
+  it('but any other session of this database holds the mark while its transaction runs, whatever it has written so far', async () => {
+    const held = await holdTransactionIdOpen(server.database.url!, 'memstore announcements, but not quite');
     try {
-      await running;
       const client = await server.newWorkspace();
-      const storeId = await createStoreNamed(client, 'elsewhere');
-      const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
-      await createMemoryAt(client, storeId, 'delivered.md', 'while another database waits');
-      expect(eventsOf(await stream.waitFor(1, 3000)).map((event) => event.memory.path)).toEqual(['delivered.md']);
-      stream.close();
-      // The open transaction holds every snapshot's xmin below this write's event, so only
-      // the horizon, which leaves other databases out, settles the mark.
-      const [newest] = await server.db.select().from(memoryEvents).where(eq(memoryEvents.workspaceId, client.workspaceId)).orderBy(desc(memoryEvents.xid), desc(memoryEvents.id)).limit(1);
-      expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe(`${newest!.xid}.${newest!.id}`);
+      const storeId = await createStoreNamed(client, 'held');
+      expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe('unsettled');
+      await held.end();
+      expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toMatch(/^\d+\.\d+$/);
+      expect(storeId).toBeTruthy();
     } finally {
-      end();
-      await transaction;
-      await session.end();
-      await elsewhere.drop();
+      await held.end();
     }
   });
 });
-

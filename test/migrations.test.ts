@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { ANNOUNCEMENTS_APPLICATION_NAME } from '../src/db/announcements.js';
 import { readWorkspaceChangeMark, recordEvent } from '../src/domain/events.js';
 import { invariantViolations } from './support/invariants.js';
 import { openDatabaseAtLevel } from './support/migration-levels.js';
@@ -229,6 +230,37 @@ describe('upgrading from 0007_workspace_event_positions (before announcements af
       // Events are still written after the upgrade.
       await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: store, occurredAt: new Date(at) });
       expect(await database.query<{ count: number }>('select count(*)::int as count from memory_events')).toEqual([{ count: 2 }]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('upgrading from 0009_read_functions (before the horizon left announcements out)', () => {
+  it('keeps every event and change mark, and the horizon leaves announcement sessions out', async () => {
+    const database = await openDatabaseAtLevel('0009_read_functions');
+    try {
+      const store = 'memstore_0000000000000000000a';
+      await database.exec(`
+        insert into workspaces values ('upgrade', '${at}');
+        insert into memory_stores values ('upgrade', '${store}', 'notes', '', 'active', 0, 0, '{}', false, null, null, '${at}', '${at}', null);
+        insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values ('upgrade', 'store_created', '${store}', '${at}');
+      `);
+      const events = 'select id::int as id, xid::text as xid from memory_events order by xid, id';
+      const before = await database.query<{ id: number; xid: string }>(events);
+      const mark = await readWorkspaceChangeMark(database.db, 'upgrade');
+      expect(mark).toBe(`${before[0]!.xid}.${before[0]!.id}`);
+
+      await database.migrateToLatest();
+
+      expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
+      expect(await database.query(events)).toEqual(before);
+      expect(await readWorkspaceChangeMark(database.db, 'upgrade')).toBe(mark);
+      // The function is replaced, not added beside the old one.
+      const horizon = `select prosrc like '%' || $1 || '%' as leaves_out from pg_proc where proname = 'memstore_event_horizon'`;
+      expect(await database.query(horizon, [ANNOUNCEMENTS_APPLICATION_NAME])).toEqual([{ leaves_out: true }]);
+      await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: store, occurredAt: new Date(at) });
+      expect(await readWorkspaceChangeMark(database.db, 'upgrade')).not.toBe(mark);
     } finally {
       await database.close();
     }

@@ -19,7 +19,11 @@ import { AsyncResource } from 'node:async_hooks';
 /** The channel of announcements: every instance's live-update reader LISTENs on it. */
 export const EVENTS_CHANNEL = 'memstore_events';
 
-/** PostgreSQL: the `application_name` of the connection announcements are sent over (pg_stat_activity). */
+/**
+ * PostgreSQL: the `application_name` of the connection announcements are sent over
+ * (pg_stat_activity). The event horizon (drizzle/0010) leaves this session's transactions
+ * out, as it only ever notifies: no session that writes may take this name.
+ */
 export const ANNOUNCEMENTS_APPLICATION_NAME = 'memstore announcements';
 
 /** The least time between two announcements of one process, in milliseconds. */

@@ -137,7 +137,9 @@ const EVENT_COLUMNS = sql.raw(
  * The horizon of the statement's snapshot: the oldest transaction of this database still
  * running in it, or the snapshot's xmax when none runs. The rule is the database function
  * `memstore_event_horizon()` (drizzle/0009_read_functions.sql, which says why transactions of
- * other databases are left out); as a subquery it is worked out once per statement.
+ * other databases are left out, and 0010, which leaves out those of this database's
+ * announcement sessions and autovacuum workers: none of them ever writes an event); as a
+ * subquery it is worked out once per statement.
  */
 const EVENT_HORIZON = sql.raw('(select memstore_event_horizon())');
 
