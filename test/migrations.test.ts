@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ANNOUNCEMENTS_APPLICATION_NAME } from '../src/db/announcements.js';
 import { readWorkspaceChangeMark, recordEvent } from '../src/domain/events.js';
 import { invariantViolations } from './support/invariants.js';
-import { openDatabaseAtLevel } from './support/migration-levels.js';
+import { openDatabaseAtLevel, type DatabaseAtLevel } from './support/migration-levels.js';
 
 /**
  * Upgrades keep data: a database built at an earlier migration level and filled as the
@@ -15,6 +15,26 @@ const sha = (text: string) => createHash('sha256').update(text, 'utf8').digest('
 const at = '2026-11-30T12:00:00.000Z';
 /** A timestamptz column as RFC 3339 UTC text, the same on both drivers. */
 const UTC = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+const EVENT_POSITIONS = 'select id::int as id, xid::text as xid from memory_events order by xid, id';
+const ONE_EVENT_STORE = 'memstore_0000000000000000000a';
+
+/** Fills a database at an earlier level with workspace 'upgrade', one store and its creation's event; resolves with the events' positions. */
+async function withOneEvent(database: DatabaseAtLevel): Promise<{ id: number; xid: string }[]> {
+  await database.exec(`
+    insert into workspaces values ('upgrade', '${at}');
+    insert into memory_stores values ('upgrade', '${ONE_EVENT_STORE}', 'notes', '', 'active', 0, 0, '{}', false, null, null, '${at}', '${at}', null);
+    insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values ('upgrade', 'store_created', '${ONE_EVENT_STORE}', '${at}');
+  `);
+  return database.query<{ id: number; xid: string }>(EVENT_POSITIONS);
+}
+
+/** After an upgrade: the invariants hold, the events are where they were, and the mark is the newest one's. */
+async function expectEventsKept(database: DatabaseAtLevel, before: { id: number; xid: string }[]): Promise<void> {
+  expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
+  expect(await database.query(EVENT_POSITIONS)).toEqual(before);
+  expect(await readWorkspaceChangeMark(database.db, 'upgrade')).toBe(`${before.at(-1)!.xid}.${before.at(-1)!.id}`);
+}
 
 /** What a server at 0000_initial leaves behind: a workspace with stores, memories, versions, mounts and sessions, and one deleted workspace. */
 function initialLevelData(): string {
@@ -210,25 +230,17 @@ describe('upgrading from 0007_workspace_event_positions (before announcements af
   it('keeps every event and change mark, and no trigger is left on the events table to notify inside a writing transaction', async () => {
     const database = await openDatabaseAtLevel('0007_workspace_event_positions');
     try {
-      const store = 'memstore_0000000000000000000a';
-      await database.exec(`
-        insert into workspaces values ('upgrade', '${at}');
-        insert into memory_stores values ('upgrade', '${store}', 'notes', '', 'active', 0, 0, '{}', false, null, null, '${at}', '${at}', null);
-        insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values ('upgrade', 'store_created', '${store}', '${at}');
-      `);
+      const before = await withOneEvent(database);
       const triggers = `select tgname::text as name from pg_trigger where tgrelid = 'memory_events'::regclass and not tgisinternal`;
       expect(await database.query(triggers)).toEqual([{ name: 'memory_events_notify' }]);
-      const before = await database.query<{ id: number; xid: string }>('select id::int as id, xid::text as xid from memory_events order by xid, id');
 
       await database.migrateToLatest();
 
-      expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
-      expect(await database.query('select id::int as id, xid::text as xid from memory_events order by xid, id')).toEqual(before);
-      expect(await readWorkspaceChangeMark(database.db, 'upgrade')).toBe(`${before[0]!.xid}.${before[0]!.id}`);
+      await expectEventsKept(database, before);
       expect(await database.query(triggers)).toEqual([]);
       expect(await database.query(`select proname::text from pg_proc where proname = 'memory_events_notify'`)).toEqual([]);
       // Events are still written after the upgrade.
-      await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: store, occurredAt: new Date(at) });
+      await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: ONE_EVENT_STORE, occurredAt: new Date(at) });
       expect(await database.query<{ count: number }>('select count(*)::int as count from memory_events')).toEqual([{ count: 2 }]);
     } finally {
       await database.close();
@@ -240,26 +252,17 @@ describe('upgrading from 0009_read_functions (before the horizon left announceme
   it('keeps every event and change mark, and the horizon leaves announcement sessions out', async () => {
     const database = await openDatabaseAtLevel('0009_read_functions');
     try {
-      const store = 'memstore_0000000000000000000a';
-      await database.exec(`
-        insert into workspaces values ('upgrade', '${at}');
-        insert into memory_stores values ('upgrade', '${store}', 'notes', '', 'active', 0, 0, '{}', false, null, null, '${at}', '${at}', null);
-        insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values ('upgrade', 'store_created', '${store}', '${at}');
-      `);
-      const events = 'select id::int as id, xid::text as xid from memory_events order by xid, id';
-      const before = await database.query<{ id: number; xid: string }>(events);
+      const before = await withOneEvent(database);
       const mark = await readWorkspaceChangeMark(database.db, 'upgrade');
       expect(mark).toBe(`${before[0]!.xid}.${before[0]!.id}`);
 
       await database.migrateToLatest();
 
-      expect(await invariantViolations(database.db, 'upgrade')).toEqual([]);
-      expect(await database.query(events)).toEqual(before);
-      expect(await readWorkspaceChangeMark(database.db, 'upgrade')).toBe(mark);
+      await expectEventsKept(database, before);
       // The function is replaced, not added beside the old one.
       const horizon = `select prosrc like '%' || $1 || '%' as leaves_out from pg_proc where proname = 'memstore_event_horizon'`;
       expect(await database.query(horizon, [ANNOUNCEMENTS_APPLICATION_NAME])).toEqual([{ leaves_out: true }]);
-      await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: store, occurredAt: new Date(at) });
+      await recordEvent(database.db, { workspaceId: 'upgrade', kind: 'store_updated', memoryStoreId: ONE_EVENT_STORE, occurredAt: new Date(at) });
       expect(await readWorkspaceChangeMark(database.db, 'upgrade')).not.toBe(mark);
     } finally {
       await database.close();
