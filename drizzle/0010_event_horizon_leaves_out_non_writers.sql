@@ -9,9 +9,11 @@
 --   (a polled answer carried no tag), however long the wait.
 -- - autovacuum workers, whose ANALYZE takes an id to write the planner's statistics.
 -- As before, a transaction is left out only on what pg_stat_activity shows next to its id;
--- one that has just ended, or that the role may not see, still holds the horizon.
+-- one that has just ended still holds the horizon, and so does an autovacuum worker's when
+-- the role may not see backend_type (only a superuser or pg_read_all_stats may).
 -- No table changes: a server of the previous version, left running beside an upgraded one,
--- calls the same function and gets the same (or an earlier) horizon, which is never wrong.
+-- calls the same function and gets the same or a later horizon, which is still right: the
+-- transactions it now passes over never write events, in either version.
 CREATE OR REPLACE FUNCTION "memstore_event_horizon"() RETURNS xid8 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 BEGIN
   RETURN coalesce(

@@ -159,11 +159,13 @@ describe('a polled answer', () => {
     const otherKey = new TestClient(server.app, secondKey.token, client.workspaceId);
     const other = await poll(otherKey, { ifNoneMatch: tag });
     expect(other.status).toBe(200);
+    expect(other.tag).toMatch(/^W\//);
     expect(other.tag).not.toBe(tag);
     expect(other.body).toBe((await poll(client)).body);
     for (const variant of [{ variables: { first: 9 } }, { query: DASHBOARD.replace('totalCount', 'total: totalCount') }, { accept: 'application/json' }]) {
       const answer = await poll(client, { ...variant, ifNoneMatch: tag });
       expect(answer.status, JSON.stringify(variant)).toBe(200);
+      expect(answer.tag).toMatch(/^W\//);
       expect(answer.tag).not.toBe(tag);
     }
     const elsewhere = await server.newWorkspace();

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { authenticate } from '../src/domain/api-keys.js';
-import { asc, desc, eq } from 'drizzle-orm';
+import { asc, desc, eq, sql } from 'drizzle-orm';
 import { memoryEvents } from '../src/db/schema.js';
 import { encodeEventCursor, listWorkspaceEvents, readWorkspaceChangeMark } from '../src/domain/events.js';
 import postgres from 'postgres';
-import { ANNOUNCEMENTS_APPLICATION_NAME } from '../src/db/announcements.js';
+import { ANNOUNCEMENTS_APPLICATION_NAME, ReservedApplicationNameError } from '../src/db/announcements.js';
+import { createDb } from '../src/db/client.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { createMemoryAt, createStoreNamed, eventsOf, holdWriteOpen, subscribeSse, SUBSCRIBE_EVENTS, useSecondPool } from './support/live.js';
 import { useTestServer } from './support/server.js';
@@ -146,17 +147,36 @@ describe.skipIf(postgresUrl === undefined)('a transaction left open by a session
     });
   }
 
-  it('but any other session of this database holds the mark while its transaction runs, whatever it has written so far', async () => {
+  it('but any other session of this database holds the mark while its transaction runs, even one that has written nothing yet', async () => {
     const held = await holdTransactionIdOpen(server.database.url!, 'memstore announcements, but not quite');
     try {
       const client = await server.newWorkspace();
-      const storeId = await createStoreNamed(client, 'held');
+      await createStoreNamed(client, 'held');
       expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe('unsettled');
       await held.end();
       expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toMatch(/^\d+\.\d+$/);
-      expect(storeId).toBeTruthy();
     } finally {
       await held.end();
     }
+  });
+
+  it("names the announcement session so whatever application_name DATABASE_URL gives the others, and a server refuses to name its own sessions so", async () => {
+    const named = (name: string) => {
+      const url = new URL(server.database.url!);
+      url.searchParams.set('application_name', name);
+      return url.toString();
+    };
+    const handle = await createDb({ databaseUrl: named('dashboard backend'), dataDir: 'memory://', poolSize: 1 });
+    try {
+      // A transaction ends: an announcement follows, on its own session.
+      await handle.db.transaction(async (tx) => tx.execute(sql`select 1`));
+      const sessions = async () =>
+        (await server.db.execute(sql`select application_name as name from pg_stat_activity where datname = current_database() and application_name in ('dashboard backend', ${ANNOUNCEMENTS_APPLICATION_NAME}) order by 1`)) as unknown as { name: string }[];
+      for (let attempt = 0; attempt < 50 && (await sessions()).length < 2; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect([...new Set((await sessions()).map((row) => row.name))]).toEqual(['dashboard backend', ANNOUNCEMENTS_APPLICATION_NAME]);
+    } finally {
+      await handle.close();
+    }
+    await expect(createDb({ databaseUrl: named(ANNOUNCEMENTS_APPLICATION_NAME), dataDir: 'memory://', poolSize: 1 })).rejects.toBeInstanceOf(ReservedApplicationNameError);
   });
 });

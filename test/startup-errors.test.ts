@@ -3,6 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ANNOUNCEMENTS_APPLICATION_NAME } from '../src/db/announcements.js';
 import { lockDataDir } from '../src/db/data-dir-lock.js';
 import { databaseTarget, describeDatabaseOpenFailure } from '../src/db/open-errors.js';
 import { postgresUrl } from './support/database.js';
@@ -84,6 +85,11 @@ describe('a server that cannot start', { timeout: 90_000 }, () => {
     url.pathname = '/memstore_no_such_database';
     const result = await failedStart({ DATABASE_URL: url.toString() });
     expectOneLine(result, /The PostgreSQL database "memstore_no_such_database" does not exist on 127\.0\.0\.1:5432: create it \(createdb .*memstore_no_such_database\) or correct DATABASE_URL\.$/);
+  });
+
+  it.runIf(postgresUrl)("refuses to run its sessions under the announcement session's name (PGAPPNAME), whose transactions event readers pass over", async () => {
+    const result = await failedStart({ DATABASE_URL: postgresUrl!, PGAPPNAME: ANNOUNCEMENTS_APPLICATION_NAME });
+    expectOneLine(result, /memstore's database sessions would be named "memstore announcements", a name memstore keeps for its announcement session .*: set another application_name in DATABASE_URL, PGAPPNAME or the role's settings\.$/);
   });
 
   it('says the connection was refused, with the host and port it tried', async () => {

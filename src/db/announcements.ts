@@ -21,10 +21,31 @@ export const EVENTS_CHANNEL = 'memstore_events';
 
 /**
  * PostgreSQL: the `application_name` of the connection announcements are sent over
- * (pg_stat_activity). The event horizon (drizzle/0010) leaves this session's transactions
- * out, as it only ever notifies: no session that writes may take this name.
+ * (pg_stat_activity). The event horizon (drizzle/0010) passes over this session's
+ * transactions, as it only ever notifies: no session that writes may take this name, and a
+ * server whose own sessions would (through DATABASE_URL, PGAPPNAME or the role's settings)
+ * refuses to start (ReservedApplicationNameError).
  */
 export const ANNOUNCEMENTS_APPLICATION_NAME = 'memstore announcements';
+
+/** The connection string of the announcement session: DATABASE_URL with its application_name, which postgres.js ranks above its options. */
+export function announcementsUrl(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  url.searchParams.set('application_name', ANNOUNCEMENTS_APPLICATION_NAME);
+  return url.toString();
+}
+
+/** Startup: the server's own sessions would carry the announcement session's name, whose transactions event readers pass over. */
+export class ReservedApplicationNameError extends Error {
+  constructor() {
+    super(
+      `memstore's database sessions would be named "${ANNOUNCEMENTS_APPLICATION_NAME}", a name memstore keeps for its announcement session ` +
+        '(live-update readers pass over its transactions, so a write under that name could be missed): ' +
+        'set another application_name in DATABASE_URL, PGAPPNAME or the role\'s settings.',
+    );
+    this.name = 'ReservedApplicationNameError';
+  }
+}
 
 /** The least time between two announcements of one process, in milliseconds. */
 export const ANNOUNCE_GAP_MS = 10;

@@ -8,7 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
-import { ANNOUNCEMENTS_APPLICATION_NAME, announcingTransactions, createAnnouncer, EVENTS_CHANNEL, localAnnouncements } from './announcements.js';
+import { ANNOUNCEMENTS_APPLICATION_NAME, announcementsUrl, announcingTransactions, createAnnouncer, EVENTS_CHANNEL, localAnnouncements, ReservedApplicationNameError } from './announcements.js';
 import { lockDataDir } from './data-dir-lock.js';
 import * as schema from './schema.js';
 import { checkDeadline, observeStatement } from './deadline.js';
@@ -266,6 +266,10 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   const lockClient = postgres(databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS });
   try {
     const lockDb = drizzlePostgres({ client: lockClient, schema, logger }) as unknown as Database;
+    // A session of this server under the announcement session's name would write events
+    // that readers pass over: refuse it, however the name was given.
+    const [session] = rowsOf(await lockDb.execute(sql`select current_setting('application_name') as name`));
+    if (session?.name === ANNOUNCEMENTS_APPLICATION_NAME) throw new ReservedApplicationNameError();
     await lockDb.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
     try {
       await migratePostgres(lockDb as never, { migrationsFolder: MIGRATIONS_FOLDER });
@@ -294,12 +298,12 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     idle_timeout: 60,
   });
   // Announcements go over a connection of their own whose commits do not wait for the WAL flush.
-  const announcing = postgres(databaseUrl, {
+  const announcing = postgres(announcementsUrl(databaseUrl), {
     max: 1,
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     idle_timeout: 60,
-    connection: { synchronous_commit: 'off', application_name: ANNOUNCEMENTS_APPLICATION_NAME },
+    connection: { synchronous_commit: 'off' },
   });
   const announcer = createAnnouncer(() => announcing`select pg_notify(${EVENTS_CHANNEL}, '')`);
   const readTransaction = announcingTransactions(db, announcer);

@@ -1,3 +1,4 @@
+import { ReservedApplicationNameError } from './announcements.js';
 import { DataDirInUseError } from './data-dir-lock.js';
 
 /**
@@ -55,7 +56,7 @@ function serverMessage(error: unknown): string {
  * of the failures an operator can fix from the message alone.
  */
 export function describeDatabaseOpenFailure(error: unknown, databaseUrl: string | undefined): string | null {
-  if (error instanceof DataDirInUseError) return error.message;
+  if (error instanceof DataDirInUseError || error instanceof ReservedApplicationNameError) return error.message;
   if (databaseUrl === undefined) return null;
   const target = databaseTarget(databaseUrl);
   const at = `${target.host}:${target.port}`;
