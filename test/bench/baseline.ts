@@ -3,8 +3,9 @@
  * logical requests with hand-written SQL through postgres.js — reads in ONE statement
  * that authenticates the token and builds the whole JSON answer in the database; writes
  * in one transaction doing what memstore's write does (authenticate, lock the store row,
- * check the expected sha, update or insert the memory, insert the version, adjust the
- * store's counters) in two statements.
+ * check the expected sha, update or insert the memory, insert the version and the event
+ * that API.md §9 has every write record in its own transaction, adjust the store's
+ * counters) in two statements. (Folder rollups are kept by a trigger, for both servers.)
  *
  *   POST /q1 {}                       the dashboard: 20 newest stores × 20 memories by path × 5 newest versions
  *   POST /q2 {"id"}                   one memory with its content
@@ -153,7 +154,7 @@ join memories m on m.workspace_id = k.workspace_id and m.id = $2
 join memory_stores st on st.workspace_id = m.workspace_id and st.id = m.memory_store_id
 for update of st, m`;
 
-/** W1's write: the memory, its UPDATED version (copied from the updated row) and the store's size. */
+/** W1's write: the memory, its UPDATED version (copied from the updated row), its event (the live updates' outbox) and the store's size. */
 const W1_WRITE = `
 with updated as (
   update memories set content = $3, content_size_bytes = $4, content_sha256 = $5, version_sequence = version_sequence + 1,
@@ -165,6 +166,9 @@ with updated as (
                                operation, sequence, created_by_api_key_id, created_at)
   select workspace_id, $7, memory_store_id, id, path, content, content_size_bytes, content_sha256, 'updated', version_sequence, $8, updated_at
   from updated
+), event as (
+  insert into memory_events (workspace_id, kind, memory_store_id, memory_id, memory_version_id, path, occurred_at)
+  select workspace_id, 'memory_updated', memory_store_id, id, $7, path, updated_at from updated
 ), store as (
   update memory_stores set total_size = total_size + $9 where workspace_id = $1 and id = (select memory_store_id from updated)
 )
@@ -179,7 +183,7 @@ select k.id as api_key_id, k.workspace_id, st.status
 from k join memory_stores st on st.workspace_id = k.workspace_id and st.id = $2
 for update of st`;
 
-/** W2's write: the memory (unless its path is taken), its CREATED version and the store's counters. */
+/** W2's write: the memory (unless its path is taken), its CREATED version, its event and the store's counters. */
 const W2_WRITE = `
 with created as (
   insert into memories (workspace_id, id, memory_store_id, path, content, content_size_bytes, content_sha256, metadata,
@@ -192,6 +196,9 @@ with created as (
                                operation, sequence, created_by_api_key_id, created_at)
   select workspace_id, $9, memory_store_id, id, path, content, content_size_bytes, content_sha256, 'created', 1, $10, created_at
   from created
+), event as (
+  insert into memory_events (workspace_id, kind, memory_store_id, memory_id, memory_version_id, path, occurred_at)
+  select workspace_id, 'memory_created', memory_store_id, id, $9, path, created_at from created
 ), store as (
   update memory_stores set entry_count = entry_count + 1, total_size = total_size + $6
   where workspace_id = $1 and id = $3 and exists (select 1 from created)
