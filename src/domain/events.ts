@@ -13,7 +13,8 @@ import { InvalidRequestError } from './errors.js';
  *
  * Positions. An event's position is (`xid`, `id`): the writing transaction's id, then the
  * row's identity value. Readers only take events whose xid is below the oldest transaction
- * of this database still running (EVENT_HORIZON, the "horizon"): every such transaction
+ * still running that may write them (EVENT_HORIZON, the "horizon": one of this database,
+ * other than its announcement sessions and autovacuum workers): every such transaction
  * below it has ended, so that part of the table never changes again, and a reader that has
  * delivered everything up to a position can never see a new event behind it. A transaction
  * that took its position first and commits last holds the horizon back, and the events
@@ -151,8 +152,8 @@ const EVENT_HORIZON = sql.raw('(select memstore_event_horizon())');
  * those tables hold for the workspace changed in between.
  *
  * Why "settled" is enough. The mark is settled when the newest event's xid is below the
- * statement's horizon (EVENT_HORIZON: the oldest transaction of this database then running,
- * or the next xid when none ran; the snapshot's xmin, which may wait for other databases
+ * statement's horizon (EVENT_HORIZON: the oldest transaction then running that may write
+ * events, or the next xid when none ran; the snapshot's xmin, which may wait for other databases
  * too, is tried first because it costs nothing). Every transaction below the horizon had
  * ended, so any change that commits later belongs to a transaction at or above it, and its
  * event's position is above the mark: the newest event, and so the mark, differ next time.
