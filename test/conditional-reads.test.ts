@@ -6,6 +6,7 @@ import { listWorkspaceEvents, readWorkspaceChangeMark } from '../src/domain/even
 import { namesTag } from '../src/http/answer-tags.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { createMemory, createStore, deleteMemory, newPair, startSession, updateMemory } from './support/builders.js';
+import { askAgain } from './support/ask-again.js';
 import { postgresUrl } from './support/database.js';
 import { holdWriteOpen, useSecondPool } from './support/live.js';
 import { TestClient, useTestServer } from './support/server.js';
@@ -59,13 +60,8 @@ async function pollOnce(client: TestClient, options: PollOptions): Promise<Poll>
  * mark is 'unsettled', that is while a transaction of this database that this test does not
  * control may still commit an event below its newest (drizzle/0010 says which never do).
  */
-async function poll(client: TestClient, options: PollOptions = {}): Promise<Poll> {
-  let answer = await pollOnce(client, options);
-  for (let attempt = 0; !options.once && answer.status === 200 && answer.tag === null && attempt < 50; attempt += 1) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    answer = await pollOnce(client, options);
-  }
-  return answer;
+function poll(client: TestClient, options: PollOptions = {}): Promise<Poll> {
+  return askAgain(() => pollOnce(client, options), (answer) => !options.once && answer.status === 200 && answer.tag === null);
 }
 
 /** Polls with the tag, expects a full answer with a new tag, and that the new tag is then answered 304. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createApp, type AppOptions } from '../src/app.js';
 import { createLogger } from '../src/logger.js';
 import { createStore } from './support/builders.js';
+import { askAgain } from './support/ask-again.js';
 import { useTestServer } from './support/server.js';
 
 const server = useTestServer();
@@ -59,12 +60,8 @@ describe('the lean path for plain JSON operations', () => {
       expect(yoga.headers.ETag, exchange.name).toBeUndefined();
       // Every query the compiler answers (here: each that succeeds) has one; nothing else does.
       const tagged = !exchange.name.includes('mutation') && yoga.status === 200 && yoga.body.errors === undefined;
-      let lean = await answer({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange);
       // A tag is withheld while the workspace's change mark is unsettled: ask again, as a polling client does.
-      for (let attempt = 0; tagged && lean.headers.ETag === undefined && attempt < 50; attempt += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        lean = await answer({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange);
-      }
+      const lean = await askAgain(() => answer({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange), (reply) => tagged && reply.headers.ETag === undefined);
       const { ETag: tag, ...headers } = lean.headers;
       expect(tag !== undefined, exchange.name).toBe(tagged);
       expect({ ...lean, headers }, exchange.name).toEqual(yoga);
@@ -108,13 +105,9 @@ describe('the lean path for plain JSON operations', () => {
     for (const exchange of cases) {
       const token = exchange.token === undefined ? client.token : exchange.token;
       const ask = () => get({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange.search, exchange.headers);
-      let lean = await ask();
       // A tag is withheld while a transaction of this database that this test does not control
       // runs below the workspace's newest event (the mark is 'unsettled'): ask again.
-      for (let attempt = 0; exchange.tagged && lean.headers.etag === undefined && attempt < 50; attempt += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        lean = await ask();
-      }
+      const lean = await askAgain(ask, (reply) => exchange.tagged === true && reply.headers.etag === undefined);
       const yoga = await get({ config: { nodeEnv: 'test', graphiql: false }, leanPath: false }, token, exchange.search, exchange.headers);
       expect(yoga.headers.etag, exchange.name).toBeUndefined();
       const { etag: tag, ...headers } = lean.headers;

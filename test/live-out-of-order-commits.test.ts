@@ -8,6 +8,7 @@ import { ANNOUNCEMENTS_APPLICATION_NAME, ReservedApplicationNameError } from '..
 import { createDb } from '../src/db/client.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { createMemoryAt, createStoreNamed, eventsOf, holdWriteOpen, subscribeSse, SUBSCRIBE_EVENTS, useSecondPool } from './support/live.js';
+import { askAgain } from './support/ask-again.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -172,8 +173,8 @@ describe.skipIf(postgresUrl === undefined)('a transaction left open by a session
       await handle.db.transaction(async (tx) => tx.execute(sql`select 1`));
       const sessions = async () =>
         (await server.db.execute(sql`select application_name as name from pg_stat_activity where datname = current_database() and application_name in ('dashboard backend', ${ANNOUNCEMENTS_APPLICATION_NAME}) order by 1`)) as unknown as { name: string }[];
-      for (let attempt = 0; attempt < 50 && (await sessions()).length < 2; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 20));
-      expect([...new Set((await sessions()).map((row) => row.name))]).toEqual(['dashboard backend', ANNOUNCEMENTS_APPLICATION_NAME]);
+      const seen = await askAgain(sessions, (rows) => rows.length < 2, { everyMs: 20 });
+      expect([...new Set(seen.map((row) => row.name))]).toEqual(['dashboard backend', ANNOUNCEMENTS_APPLICATION_NAME]);
     } finally {
       await handle.close();
     }

@@ -266,12 +266,12 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   const lockClient = postgres(databaseUrl, { max: 1, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS });
   try {
     const lockDb = drizzlePostgres({ client: lockClient, schema, logger }) as unknown as Database;
-    // A session of this server under the announcement session's name would write events
-    // that readers pass over: refuse it, however the name was given.
-    const [session] = rowsOf(await lockDb.execute(sql`select current_setting('application_name') as name`));
-    if (session?.name === ANNOUNCEMENTS_APPLICATION_NAME) throw new ReservedApplicationNameError();
-    await lockDb.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
+    const [session] = rowsOf(await lockDb.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY}), current_setting('application_name') as name`));
     try {
+      // A session of this server under the announcement session's name would write events
+      // that readers pass over: refuse it, however the name was given (its sessions are named
+      // as this one is).
+      if (session?.name === ANNOUNCEMENTS_APPLICATION_NAME) throw new ReservedApplicationNameError();
       await migratePostgres(lockDb as never, { migrationsFolder: MIGRATIONS_FOLDER });
       await options.afterMigrate?.(lockDb);
     } finally {

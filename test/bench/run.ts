@@ -148,7 +148,7 @@ function memstoreEnvironment(extra: Record<string, string>): Record<string, stri
     MEMSTORE_BOOTSTRAP_KEYS: `bench:${token}`,
     MEMSTORE_METRICS_TOKEN: metricsToken,
     // BENCH_MEMSTORE_ENV="NAME=value …": more environment for every memstore process.
-    ...Object.fromEntries((process.env.BENCH_MEMSTORE_ENV ?? '').split(' ').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])),
+    ...Object.fromEntries((process.env.BENCH_MEMSTORE_ENV ?? '').split(' ').filter(Boolean).map((pair) => pair.split(/=(.*)/s, 2))),
     ...extra,
   };
 }
