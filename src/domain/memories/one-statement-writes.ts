@@ -59,10 +59,13 @@ async function endingWrite(db: Database, statement: SQL) {
   }
 }
 
-/** The columns of a memory row as memoryRecordOf reads them. */
+/**
+ * The columns of a memory row as memoryRecordOfRow reads them, but its content: the write
+ * sent that, and it is not sent back (up to MAX_CONTENT_BYTES a row, decoded for nothing).
+ */
 const RECORD_COLUMNS = (alias: string) =>
   sql.raw(
-    `${alias}.workspace_id, ${alias}.id, ${alias}.memory_store_id, ${alias}.path, ${alias}.content, ${alias}.content_size_bytes, ` +
+    `${alias}.workspace_id, ${alias}.id, ${alias}.memory_store_id, ${alias}.path, ${alias}.content_size_bytes, ` +
       `${alias}.content_sha256, ${alias}.metadata::text as metadata, ${alias}.version_sequence, ` +
       `(extract(epoch from ${alias}.created_at) * 1000)::float8 as created_at, (extract(epoch from ${alias}.updated_at) * 1000)::float8 as updated_at`,
   );
@@ -95,15 +98,17 @@ export async function createMemoryInOneStatement(
       from inserted, store where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
     select ${RECORD_COLUMNS('inserted')} from inserted`);
   const [row] = rowsOf(result);
-  return row ? memoryRecordOfRow(row) : null;
+  return row ? memoryRecordOfRow({ ...row, content: input.content }) : null;
 }
 
 /** New content for a memory and its UPDATED version, or null when the transaction must answer. */
 export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
   const at = now.toISOString();
   const updatedVersionId = newId('memoryVersion', now.getTime());
+  // The content is sent once (input), however often the statement reads it.
   const result = await endingWrite(db, sql`
-    with store as (
+    with input as (select ${content}::text as content),
+    store as (
       select s.id, s.total_size from memory_stores s
       where s.workspace_id = ${writer.workspaceId} and s.status = 'active'
         and s.id = (select m.memory_store_id from memories m where m.workspace_id = ${writer.workspaceId} and m.id = ${id})
@@ -113,12 +118,12 @@ export async function updateContentInOneStatement(db: Database, writer: Writer, 
       where m.workspace_id = ${writer.workspaceId} and m.id = ${id}
       for update of m),
     updated as (
-      update memories m set content = ${content}::text, content_size_bytes = ${Buffer.byteLength(content, 'utf8')}::int,
+      update memories m set content = input.content, content_size_bytes = ${Buffer.byteLength(content, 'utf8')}::int,
         content_sha256 = ${sha256Hex(content)}::text, version_sequence = previous.version_sequence + 1, updated_at = ${at}::timestamptz
-      from previous
+      from previous, input
       where m.workspace_id = previous.workspace_id and m.id = previous.id and previous.updated_at <= ${at}::timestamptz
         and (${expected ?? null}::text is null or previous.content_sha256 = ${expected ?? null}::text)
-        and previous.content <> ${content}::text
+        and previous.content <> input.content
       returning m.*, previous.content_size_bytes as previous_size),
     version as (${insertVersionsOf('updated', { id: updatedVersionId, operation: 'updated', sequence: sql.raw('updated.version_sequence'), writer, createdAt: sql.raw('updated.updated_at') })}),
     event as (${recordEventsOf('updated', 'memory_updated', updatedVersionId, sql.raw('updated.updated_at'))}),
@@ -127,5 +132,5 @@ export async function updateContentInOneStatement(db: Database, writer: Writer, 
       from updated, store where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
     select ${RECORD_COLUMNS('updated')} from updated`);
   const [row] = rowsOf(result);
-  return row ? memoryRecordOfRow(row) : null;
+  return row ? memoryRecordOfRow({ ...row, content }) : null;
 }
