@@ -1,17 +1,19 @@
+import fc from 'fast-check';
 import { parse, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import type { RunStatement } from '../src/db/client.js';
-import { MAX_COMPILED_READ_CACHE_BYTES } from '../src/domain/limits.js';
+import { newId } from '../src/domain/ids.js';
 import { schema } from '../src/graphql/schema.js';
 import { createPipeline } from '../src/http/pipeline.js';
 import { silentLogger } from '../src/logger.js';
+import { compileRead, readsCompiledSoFar } from '../src/read-compiler/compile.js';
 
 /**
- * The pipeline keeps compiled reads and cost estimates by operation and variables
- * (MAX_COMPILED_READ_CACHE_BYTES). A read's statement text depends on its query's shape
- * alone, so it is kept once, and each kept read holds only its parameters: a dashboard
- * that opens memory after memory keeps them all compiled, instead of planning every one
- * again as each pushes an older one out.
+ * The pipeline keeps compiled reads, as templates, and cost estimates by operation and
+ * variables (MAX_COMPILED_READ_CACHE_BYTES). A read's plan depends on an ID variable's
+ * value only through the kind of id it is, so one template serves every id of a kind: a
+ * dashboard or an agent that opens memory after memory plans the query once, however many
+ * memories it opens, and each read still runs with its own ids.
  */
 
 const IDS = 10_000;
@@ -35,12 +37,10 @@ const operation = document.definitions[0] as OperationDefinitionNode;
 const memoryId = (n: number) => `mem_cache${String(n).padStart(15, '0')}`;
 
 describe('the compiled reads a process keeps', () => {
-  it(`keep a query asked for each of ${IDS.toLocaleString('en')} ids in turn: the second round plans nothing and estimates nothing`, () => {
-    const texts = new Set<string>();
-    const pipeline = pipelineWith(async (text) => {
-      texts.add(text);
-      return [];
-    });
+  it(`plan a query asked for each of ${IDS.toLocaleString('en')} ids once, and estimate each once`, () => {
+    const pipeline = pipelineWith(async () => []);
+    const before = readsCompiledSoFar();
+    const plans = () => readsCompiledSoFar() - before;
     const first = Array.from({ length: IDS }, (_, n) => pipeline.compile(document, operation, { id: memoryId(n) }));
     const firstCosts = first.map((_, n) => {
       const request = new Request('http://memstore.test/graphql');
@@ -48,16 +48,23 @@ describe('the compiled reads a process keeps', () => {
       return pipeline.states.of(request).cost;
     });
     expect(first.every((compiled) => compiled !== null)).toBe(true);
-    // One shape: its reads share one text, within the bound with room to spare.
+    expect(plans()).toBe(1);
+    // One shape: its reads share one text.
     expect(new Set(first.map((compiled) => compiled!.shape.split(' ')[0])).size).toBe(1);
-    expect(first.reduce((total, compiled) => total + compiled!.bytes + 2 * 64 + 256, 0)).toBeLessThan(MAX_COMPILED_READ_CACHE_BYTES);
 
     for (let n = 0; n < IDS; n += 1) {
-      expect(pipeline.compile(document, operation, { id: memoryId(n) })).toBe(first[n]);
+      expect(pipeline.compile(document, operation, { id: memoryId(n) })!.shape).toBe(first[n]!.shape);
       const request = new Request('http://memstore.test/graphql');
       pipeline.cost(request, document, operation, { id: memoryId(n) });
       expect(pipeline.states.of(request).cost).toBe(firstCosts[n]);
     }
+    expect(plans()).toBe(1);
+    // Another kind of id (a store's, where a memory's is read), and a string that is no id of ours, are planned for themselves.
+    pipeline.compile(document, operation, { id: newId('memoryStore') });
+    pipeline.compile(document, operation, { id: newId('memoryStore') });
+    pipeline.compile(document, operation, { id: 'mem_not-an-id' });
+    pipeline.compile(document, operation, { id: 'mem_not-an-id' });
+    expect(plans()).toBe(3);
   });
 
   it('answer each id with its own parameters, and check a tag with one statement for every read of a kind of key', async () => {
@@ -81,5 +88,53 @@ describe('the compiled reads a process keeps', () => {
     // Distinct answers have distinct shapes (their tags differ), equal ones the same.
     expect(new Set(reads.map((read) => read.shape)).size).toBe(3);
     expect(pipeline.compile(document, operation, { id: memoryId(1) })!.shape).toBe(reads[1]!.shape);
+  });
+
+  it('answer exactly as a read compiled for the very variables would, whatever the ids (same statement, parameters, shape and check)', async () => {
+    const documents = [
+      document,
+      parse('query ($id: ID) { memory(id: $id) { id path } }'),
+      parse('query ($a: ID!, $b: ID!) { a: memory(id: $a) { id contentSha256 } b: memoryStore(id: $b) { id name memories(first: 3) { edges { node { id path } } } } }'),
+      parse('query ($a: ID!, $b: ID!, $n: Int) { x: memory(id: $a) { id } y: memory(id: $b) { path } s: memoryStore(id: $a) { entries(first: $n) { edges { node { __typename } } } } }'),
+      parse('query ($s: ID!, $p: String) { memoryStore(id: $s) { memories(first: 5, pathPrefix: $p) { totalCount edges { node { id } } } } }'),
+    ];
+    const idLike = fc.oneof(
+      fc.constantFrom('memory', 'memoryStore', 'memoryVersion', 'apiKey', 'session').map((kind) => newId(kind as never)),
+      fc.constantFrom('mem_', 'memstore_', 'mem_0000000000000000000', 'memstore_zzzzzzzzzzzzzzzzzzzz', ''),
+      fc.string({ maxLength: 30 }),
+      fc.integer(),
+      fc.constant(null),
+    );
+    let run: RunStatement = async () => [];
+    const pipeline = pipelineWith((text, params, options) => run(text, params, options));
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: documents.length - 1 }), idLike, idLike, idLike, fc.option(fc.integer({ min: 0, max: 120 })), fc.option(fc.string({ maxLength: 8 })), async (which, a, b, c, n, p) => {
+        const chosen = documents[which]!;
+        const chosenOperation = chosen.definitions[0] as OperationDefinitionNode;
+        const variables: Record<string, unknown> = { id: a, a, b, s: c };
+        if (n !== null) variables.n = n;
+        if (p !== null) variables.p = p;
+        const sent: unknown[] = [];
+        run = async (text, params) => {
+          sent.push({ text, params });
+          return [];
+        };
+        const viaPipeline = pipeline.compile(chosen, chosenOperation, variables);
+        const byItself = compileRead(schema, chosen, chosenOperation, variables, run);
+        const both = [];
+        for (const read of [viaPipeline, byItself]) {
+          sent.length = 0;
+          if (!read) {
+            both.push(null);
+            continue;
+          }
+          await read.read('token-sha');
+          await read.check('token-sha');
+          both.push({ statements: [...sent], shape: read.shape });
+        }
+        expect(both[0]).toEqual(both[1]);
+      }),
+      { numRuns: 400 },
+    );
   });
 });

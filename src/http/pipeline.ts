@@ -6,7 +6,8 @@ import { ByteBoundedCache, createParseCache } from '../graphql/document-cache.js
 import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import { estimateCost, parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
-import { compileRead, type CompiledAnswer, type CompiledRead } from '../read-compiler/compile.js';
+import { kindOfId } from '../domain/ids.js';
+import { compileRead, compileReadTemplate, idVariablesOf, type CompiledAnswer, type CompiledRead, type IdSlot, type ReadTemplate } from '../read-compiler/compile.js';
 import type { Logger } from '../logger.js';
 import { AnswerTags, namesTag } from './answer-tags.js';
 import { credentialsOf, Gate, unauthenticated, type Credentials } from './authentication.js';
@@ -142,10 +143,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
   // Made on the first tag: it prints the schema.
   let tags: AnswerTags | undefined;
-  // Compiled reads (or null: the resolvers answer) by operation and variables. A compiled
-  // read holds only its statement and parameters, so requests share it; documents are immutable and
-  // shared through the parse cache, so an operation node stands for its text.
-  const compiledReads = new ByteBoundedCache<CompiledRead | null>(MAX_COMPILED_READ_CACHE_BYTES, (key, compiled) => 2 * key.length + (compiled?.bytes ?? 0) + 256);
+  // Compiled reads (or null: the resolvers answer), as templates (compile.ts: one for every id
+  // of a kind) by operation, variables and the kinds of its ids. A template holds only its
+  // statement and parameters, so requests share it; documents are immutable and shared
+  // through the parse cache, so an operation node stands for its text.
+  const compiledReads = new ByteBoundedCache<ReadTemplate>(MAX_COMPILED_READ_CACHE_BYTES, (key, template) => 2 * key.length + template.bytes + 256);
   // The cost estimates of operations within the limits, by the same keys.
   const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
 
@@ -253,11 +255,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     },
     compile(document, operation, variables) {
       if (!options.run || operation.operation !== 'query') return null;
-      const key = compiledReadKey(operation, variables);
-      if (key === null) return compileRead(schema, document, operation, variables, options.run, options.runRaw);
-      let compiled = compiledReads.get(key);
-      if (compiled === undefined) compiledReads.set(key, (compiled = compileRead(schema, document, operation, variables, options.run, options.runRaw)));
-      return compiled;
+      const keyed = templateKeyOf(operation, variables);
+      if (keyed === null) return compileRead(schema, document, operation, variables, options.run, options.runRaw);
+      let template = compiledReads.get(keyed.key);
+      if (template === undefined) compiledReads.set(keyed.key, (template = compileReadTemplate(schema, document, operation, variables, keyed.slots, options.run, options.runRaw)));
+      return template.readFor(variables);
     },
     async readOrIdentify(request, compiled) {
       if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
@@ -310,15 +312,16 @@ function compiledReadKey(operation: OperationDefinitionNode, variables: Record<s
   return key;
 }
 
-function keyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
+function keyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, slots: readonly IdSlot[] = []): string | null {
   // Only the declared variables count (the others are ignored); values nested too deep to
   // write out (a body may hold thousands of levels) or too long are no key.
   // An absent variable (its default applies) and a null one differ: absent ones are left out.
   // Without a prototype, a variable named __proto__ is a key like any other.
+  // A slot's value counts by its kind alone, written after the others' values.
   const declared: Record<string, unknown> = Object.create(null);
   for (const definition of operation.variableDefinitions ?? []) {
     const name = definition.variable.name.value;
-    if (variables !== undefined && Object.hasOwn(variables, name)) declared[name] = variables[name];
+    if (variables !== undefined && Object.hasOwn(variables, name) && !slots.some((slot) => slot.name === name)) declared[name] = variables[name];
   }
   // JSON writes Infinity and NaN (1e400 in a body) as null, which they are not: such values are no key.
   let finite = true;
@@ -335,7 +338,28 @@ function keyOf(operation: OperationDefinitionNode, variables: Record<string, unk
   if (text.length > MAX_CACHED_VARIABLES_BYTES) return null;
   let number = operationNumbers.get(operation);
   if (number === undefined) operationNumbers.set(operation, (number = (nextOperationNumber += 1)));
-  return `${number} ${text}`;
+  return slots.length === 0 ? `${number} ${text}` : `${number} ${text} ${slots.map((slot) => `${slot.name}:${slot.kind}`).join(' ')}`;
+}
+
+/** The ID variables of each operation (compile.ts, idVariablesOf). */
+const idVariables = new WeakMap<OperationDefinitionNode, string[]>();
+
+/** The key of a query's read template (compile.ts) with these variables, and its slots: the ID variables whose values are ids of ours. */
+function templateKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
+  let names = idVariables.get(operation);
+  if (names === undefined) idVariables.set(operation, (names = idVariablesOf(operation)));
+  const slots: IdSlot[] = [];
+  for (const name of names) {
+    const value = variables !== undefined && Object.hasOwn(variables, name) ? variables[name] : undefined;
+    const kind = typeof value === 'string' ? kindOfId(value) : null;
+    if (kind !== null) slots.push({ name, kind });
+  }
+  if (slots.length === 0) {
+    const key = compiledReadKey(operation, variables);
+    return key === null ? null : { key, slots };
+  }
+  const key = keyOf(operation, variables, slots);
+  return key === null ? null : { key, slots };
 }
 
 const decoder = new TextDecoder();

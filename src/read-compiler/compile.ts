@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { getVariableValues, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { getVariableValues, Kind, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type TypeNode } from 'graphql';
 import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { kindsAllowedToTakeAll } from '../domain/access.js';
 import { KEY_LOOKUP, viewerOf } from '../domain/api-keys.js';
+import { newId, type IdKind } from '../domain/ids.js';
 import { MAX_PREPARED_STATEMENT_TEXTS, MAX_RESPONSE_BYTES } from '../domain/limits.js';
 import type { ApiKeyKind, Viewer } from '../domain/viewer.js';
 import { planRead, type ReadPlan } from './plan.js';
@@ -78,6 +79,10 @@ export function keyKindsOf(plan: ReadPlan): { allowed: ApiKeyKind[]; marked: Api
   return { allowed: kindsAllowedToTakeAll(plan.actions), marked: kindsAllowedToTakeAll([...plan.actions, { type: 'memoryEvents.subscribe' }]) };
 }
 
+/** How many reads this process has compiled (planned and written): tests count them. */
+let compilations = 0;
+export const readsCompiledSoFar = () => compilations;
+
 /** The statement that answers this query with its own authentication, or null when the resolvers must. */
 export function compileRead(
   schema: GraphQLSchema,
@@ -91,6 +96,7 @@ export function compileRead(
   // A variable named __proto__ is dropped by the resolvers' executor (it coerces into a plain
   // object) and kept by graphql's own coercion: left to the resolvers, the answer is theirs.
   if (operation.variableDefinitions?.some((definition) => definition.variable.name.value === '__proto__')) return null;
+  compilations += 1;
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
   if (coerced.errors) return null;
   const plan = planRead(document, operation, coerced.coerced);
@@ -99,6 +105,63 @@ export function compileRead(
   const { allowed, marked } = keyKindsOf(plan);
   const { text, params } = statementOf(plan, allowed, marked).toQuery();
   return new CompiledStatement(runnersOf(run, runRaw), statementText(text), params, allowed, marked);
+}
+
+/**
+ * One compiled read for every id of a kind. The plan of a query depends on the value of a
+ * variable of type ID only through its kind (plan.ts checks that an id is one of ours, of
+ * the kind its field reads, then passes it to the statement as a parameter), so a query
+ * asked for ten thousand memories by id needs planning once, not once per id: its read is
+ * compiled with a fresh id of the same kind in the place of each such variable (a
+ * `slot`), and each request's ids go into the parameters where those fresh ids went. The
+ * pipeline keeps templates by operation, the other variables' values and the slots' kinds
+ * (pipeline.ts). A template whose fresh ids went anywhere but whole parameters (none does
+ * today) compiles each request's read afresh. test/compiled-read-cache.test.ts holds
+ * templates to what compileRead makes of the same variables.
+ */
+export interface ReadTemplate {
+  /** The compiled read of these variables: those of the template's key (same values, same kinds of id in its slots). */
+  readFor(variables: Record<string, unknown> | undefined): CompiledRead | null;
+  /** About the memory it holds, in bytes. */
+  readonly bytes: number;
+}
+
+/** A variable of type ID (nullable or not) whose value is an id of ours, of this kind. */
+export interface IdSlot {
+  name: string;
+  kind: IdKind;
+}
+
+/** The variables of an operation declared as ID or ID!: those that may be slots. */
+export function idVariablesOf(operation: OperationDefinitionNode): string[] {
+  const isId = (type: TypeNode): boolean => (type.kind === Kind.NON_NULL_TYPE ? isId(type.type) : type.kind === Kind.NAMED_TYPE && type.name.value === 'ID');
+  return (operation.variableDefinitions ?? []).filter((definition) => isId(definition.type)).map((definition) => definition.variable.name.value);
+}
+
+export function compileReadTemplate(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | undefined,
+  slots: readonly IdSlot[],
+  run: RunStatement,
+  runRaw?: RunStatementRaw,
+): ReadTemplate {
+  const afresh: ReadTemplate = { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
+  if (slots.length === 0) {
+    const compiled = compileRead(schema, document, operation, variables, run, runRaw);
+    return { readFor: () => compiled, bytes: compiled?.bytes ?? 0 };
+  }
+  const standIns = slots.map((slot) => newId(slot.kind));
+  const withStandIns = { ...variables, ...Object.fromEntries(slots.map((slot, index) => [slot.name, standIns[index]])) };
+  const compiled = compileRead(schema, document, operation, withStandIns, run, runRaw);
+  if (!(compiled instanceof CompiledStatement)) return { readFor: () => null, bytes: 0 };
+  const places = standIns.map((standIn) => compiled.placesOf(standIn));
+  if (places.some((place) => place === null)) return afresh;
+  return {
+    readFor: (given) => compiled.withValuesAt(slots.map((slot, index) => ({ value: given![slot.name], places: places[index]! }))),
+    bytes: compiled.bytes,
+  };
 }
 
 /** A database's statement runners, and its check statements by the kinds of key they answer (a handful of sets). */
@@ -147,6 +210,27 @@ class CompiledStatement implements CompiledRead {
     return runStatement(this.runners, check.statement, check.params, tokenSha256);
   }
 
+  /**
+   * The parameters that are exactly `value`, or null when `value` is also found anywhere
+   * else: in the text, or within another parameter.
+   */
+  placesOf(value: string): number[] | null {
+    if (this.statement.text.includes(value)) return null;
+    const places: number[] = [];
+    for (const [index, param] of this.params.entries()) {
+      if (param === value) places.push(index);
+      else if (mentions(param, value)) return null;
+    }
+    return places;
+  }
+
+  /** The same read with these values in these parameters. */
+  withValuesAt(values: readonly { value: unknown; places: readonly number[] }[]): CompiledStatement {
+    const params = this.params.slice();
+    for (const { value, places } of values) for (const place of places) params[place] = value;
+    return new CompiledStatement(this.runners, this.statement, params, this.allowed, this.marked);
+  }
+
   get shape(): string {
     return (this.shapeText ??= `${digestOf(this.statement)} ${JSON.stringify(this.params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))}`);
   }
@@ -154,6 +238,17 @@ class CompiledStatement implements CompiledRead {
   /** Itself, its parameters and shape; the text too, unless kept once for all. */
   get bytes(): number {
     return COMPILED_READ_BYTES + PARAMETER_BYTES * this.params.length + (this.statement.kept ? 0 : 4 * this.statement.text.length);
+  }
+}
+
+/** Whether a parameter's value holds `text` anywhere within it. */
+function mentions(param: unknown, text: string): boolean {
+  if (typeof param === 'string') return param.includes(text);
+  try {
+    return (JSON.stringify(param) ?? '').includes(text);
+  } catch {
+    // A value JSON cannot write (a bigint): assume it might.
+    return true;
   }
 }
 
