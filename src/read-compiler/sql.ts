@@ -44,8 +44,9 @@ function exposedValue(row: string, field: ExposedField): SQL {
     case 'value':
       return valueJson(value, field.column);
     case 'enum':
-      // The GraphQL name of each stored value, from the enum's one declaration.
-      return sql`coalesce(case ${value}::text ${sql.join(
+      // The GraphQL name of each stored value, from the enum's one declaration (compared as
+      // stored: the literals take the column's type, no cast to text on every row).
+      return sql`coalesce(case ${value} ${sql.join(
         Object.entries(rendering.enumeration.values).map(([name, { value: stored }]) => sql`when ${literalText(stored)} then ${constant(JSON.stringify(name))}`),
         sql` `,
       )} end, 'null')`;
@@ -145,6 +146,48 @@ function pageInfoValue(fields: { key: ResponseKey; kind: 'typename' | 'hasNextPa
   return { value: jsonObject(info), readsPage: fields.some((infoField) => infoField.kind === 'hasNextPage') };
 }
 
+/** An edge of a page: its node (as `node` writes it) and __typename, as selected. */
+function edgeObject<Node>(fields: Extract<ConnectionFieldPlan<Node>, { kind: 'edges' }>['fields'], edgeTypeName: string, node: (node: Node) => SQL): SQL {
+  return jsonObject(fields.map((edgeField) => [edgeField.key, edgeField.kind === 'node' ? node(edgeField.object) : nameJson(edgeTypeName)] as const));
+}
+
+/**
+ * An answer that holds a list at the root (the dashboard's memoryStores), written as rows of
+ * text that one aggregate joins: its pieces in order, each item of the list a row. A list's
+ * JSON built by concatenation is copied whole at each `||` around it, and by the subquery
+ * that returns it: at the root, where it is largest (hundreds of KiB), each copy is a fresh
+ * allocation of its own, and those copies cost the statement more than all its rows and
+ * values do. Joined here, it is built once, in the aggregate's one buffer.
+ */
+class AnswerRows {
+  private readonly rows: SQL[] = [];
+  private pending: Piece[] = [];
+
+  /** Pieces of text that follow. */
+  text(...pieces: Piece[]): void {
+    this.pending.push(...pieces);
+  }
+
+  /** A list's items: `item` for each row of `source` (`from … where …`), in the order of its `position` (from 1), separated by commas. */
+  items(item: SQL, position: SQL, source: SQL): void {
+    this.flush();
+    this.rows.push(sql`select ${sql.raw(String(this.rows.length))}, ${position}, ${item}, case when ${position} = 1 then '' else ',' end ${source}`);
+  }
+
+  /** The text of every row, joined in order: a subquery with one column, `data`, under `condition`. */
+  joined(condition: SQL): SQL {
+    this.flush();
+    return sql`(select string_agg(answer_rows.piece, answer_rows.separator order by answer_rows.part, answer_rows.position) as data
+      from (${sql.join(this.rows, sql` union all `)}) answer_rows (part, position, piece, separator) where ${condition})`;
+  }
+
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    this.rows.push(sql`select ${sql.raw(String(this.rows.length))}, 0::bigint, ${concat(this.pending)}, ''::text`);
+    this.pending = [];
+  }
+}
+
 const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }) => sql`${column(row, table.workspaceId)} = ${sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`)}`;
 
 class StatementWriter {
@@ -167,46 +210,91 @@ class StatementWriter {
 
   /** A connection page: its rows (under the parent row, if any), forward from the start. */
   connection(plan: ConnectionPlan, parentRow: string | null): SQL {
-    const inner = `r${(this.aliases += 1)}`;
-    const page = `p${this.aliases}`;
-    const orderBy = (row: string) =>
-      sql.raw(plan.ordering.keys.map((key) => `${row}."${(key.column as AnyPgColumn).name}" ${plan.ordering.direction}`).join(', '));
-    const conditions = (row: string) => {
-      const parts = [inWorkspace(row, plan.table)];
-      if (plan.parentColumn) parts.push(sql`${column(row, plan.parentColumn)} = ${sql.raw(`${parentRow}."id"`)}`);
-      const filter = plan.pathFilter;
-      if (filter?.range.kind === 'none') parts.push(sql`false`);
-      if (filter?.range.kind === 'range') {
-        const { from, below } = filter.range;
-        const path = column(row, filter.column);
-        parts.push(below === null ? sql`${path} >= ${from}` : sql`${path} >= ${from} and ${path} < ${below}`);
-      }
-      return sql.join(parts, sql` and `);
-    };
-    const table = sql.raw(`"${getTableName(plan.table)}"`);
+    const page = this.page(plan, parentRow);
     const size = plan.size;
-    const { object, usesPage, withPageInfo } = this.pageObject(plan.fields, size, page, plan.edgeTypeName, {
-      totalCount: () => {
-        const counted = `c${(this.aliases += 1)}`;
-        return parentRow && plan.keptCount
-          ? column(parentRow, plan.keptCount)
-          : sql`(select count(*) from ${table} ${sql.raw(counted)} where ${conditions(counted)})`;
-      },
-      edges: (edge) => sql`string_agg(${edge((node) => this.object(node, page))}, ',' order by ${orderBy(page)})`,
+    const { object, usesPage, withPageInfo } = this.pageObject(plan.fields, size, page.alias, plan.edgeTypeName, {
+      totalCount: () => this.count(plan, parentRow),
+      edges: (edge) => sql`string_agg(${edge((node) => this.object(node, page.alias))}, ',' order by ${page.orderBy(page.alias)})`,
     });
     // Without edges or pageInfo there are no rows to read: only counts and names.
     if (!usesPage) return sql`(select ${object})`;
+    return sql`(select ${object} from ${page.rows(withPageInfo)} ${sql.raw(page.alias)})`;
+  }
+
+  /**
+   * A connection's page of rows: `rows(numbered)` is a subquery of its rows in list order, up
+   * to a page — numbered, up to a page and one more (to know whether more follow), each
+   * numbered by its place (page_position, from 1) — to be read as `alias`.
+   */
+  private page(plan: ConnectionPlan, parentRow: string | null) {
+    const inner = `r${(this.aliases += 1)}`;
+    const alias = `p${this.aliases}`;
+    const orderBy = (row: string) =>
+      sql.raw(plan.ordering.keys.map((key) => `${row}."${(key.column as AnyPgColumn).name}" ${plan.ordering.direction}`).join(', '));
+    const table = sql.raw(`"${getTableName(plan.table)}"`);
     const columnList = sql.raw(plan.columns.map((target) => `${inner}."${target.name}"`).join(', '));
-    if (!withPageInfo) {
-      return sql`(select ${object} from (select ${columnList} from ${table} ${sql.raw(inner)}
-        where ${conditions(inner)} order by ${orderBy(inner)} limit ${size}) ${sql.raw(page)})`;
-    }
-    // The page plus one row (to know whether more follow), numbered in list order.
-    return sql`(select ${object} from (
+    const conditions = this.conditions(plan, parentRow, inner);
+    return {
+      alias,
+      orderBy,
+      rows: (numbered: boolean) =>
+        numbered
+          ? sql`(
       select ${columnList}, row_number() over (order by ${orderBy(inner)}) as page_position
       from (select ${columnList} from ${table} ${sql.raw(inner)}
-        where ${conditions(inner)} order by ${orderBy(inner)} limit ${size + 1}) ${sql.raw(inner)}
-    ) ${sql.raw(page)})`;
+        where ${conditions} order by ${orderBy(inner)} limit ${plan.size + 1}) ${sql.raw(inner)}
+    )`
+          : sql`(select ${columnList} from ${table} ${sql.raw(inner)}
+        where ${conditions} order by ${orderBy(inner)} limit ${plan.size})`,
+    };
+  }
+
+  /** Which rows of a connection's table are its items, as `row` (under the parent row, if any). */
+  private conditions(plan: ConnectionPlan, parentRow: string | null, row: string): SQL {
+    const parts = [inWorkspace(row, plan.table)];
+    if (plan.parentColumn) parts.push(sql`${column(row, plan.parentColumn)} = ${sql.raw(`${parentRow}."id"`)}`);
+    const filter = plan.pathFilter;
+    if (filter?.range.kind === 'none') parts.push(sql`false`);
+    if (filter?.range.kind === 'range') {
+      const { from, below } = filter.range;
+      const path = column(row, filter.column);
+      parts.push(below === null ? sql`${path} >= ${from}` : sql`${path} >= ${from} and ${path} < ${below}`);
+    }
+    return sql.join(parts, sql` and `);
+  }
+
+  /** A connection's totalCount: its parent's kept counter, or a count of its items. */
+  private count(plan: ConnectionPlan, parentRow: string | null): SQL {
+    if (parentRow && plan.keptCount) return column(parentRow, plan.keptCount);
+    const counted = `c${(this.aliases += 1)}`;
+    return sql`(select count(*) from ${sql.raw(`"${getTableName(plan.table)}"`)} ${sql.raw(counted)} where ${this.conditions(plan, parentRow, counted)})`;
+  }
+
+  /**
+   * A list at the root (memoryStores) as rows of the answer (AnswerRows): its object's other
+   * fields as text, and each of its edges a row of its own, in list order.
+   */
+  private listRows(plan: ConnectionPlan, answer: AnswerRows): void {
+    const page = this.page(plan, null);
+    const size = plan.size;
+    const rows = page.rows(true);
+    answer.text('{');
+    plan.fields.forEach((field, index) => {
+      answer.text(index === 0 ? '' : ',', responseKey(field.key), ':');
+      if (field.kind === 'typename') answer.text(nameJson(field.typeName));
+      else if (field.kind === 'totalCount') answer.text(sql`(${this.count(plan, null)})::text`);
+      else if (field.kind === 'pageInfo') {
+        const pageInfo = pageInfoValue(field.fields, size);
+        answer.text(pageInfo.readsPage ? sql`(select ${pageInfo.value} from ${rows} ${sql.raw(page.alias)})` : pageInfo.value);
+      } else {
+        const position = sql.raw(`${page.alias}.page_position`);
+        const edge = edgeObject(field.fields, plan.edgeTypeName, (node) => this.object(node, page.alias));
+        answer.text('[');
+        answer.items(edge, position, sql`from ${rows} ${sql.raw(page.alias)} where ${position} <= ${size}`);
+        answer.text(']');
+      }
+    });
+    answer.text('}');
   }
 
   /**
@@ -235,8 +323,7 @@ class StatementWriter {
         value = pageInfo.value;
       } else {
         usesPage = true;
-        const edgeFields = field.fields;
-        const edge = (node: (node: Node) => SQL) => jsonObject(edgeFields.map((edgeField) => [edgeField.key, edgeField.kind === 'node' ? node(edgeField.object) : nameJson(edgeTypeName)] as const));
+        const edge = (node: (node: Node) => SQL) => edgeObject(field.fields, edgeTypeName, node);
         value = jsonArray(sql`${own.edges(edge)} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}`);
       }
       return [field.key, value] as const;
@@ -296,19 +383,27 @@ class StatementWriter {
 
   /** The statement; without a plan, the key and the mark alone. */
   root(plan: ReadPlan | null, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
-    const parts = (plan?.fields ?? []).map((field) => {
+    // With a list at the root, the answer is joined from rows (AnswerRows); else it is concatenated.
+    const answer = plan?.fields.some((field) => field.kind === 'list') ? new AnswerRows() : null;
+    answer?.text('{');
+    const parts = (plan?.fields ?? []).map((field, index) => {
       let value: Piece;
+      answer?.text(index === 0 ? '' : ',', responseKey(field.key), ':');
       if (field.kind === 'typename') value = nameJson('Query');
       else if (field.kind === 'none') value = 'null';
-      else if (field.kind === 'list') value = this.connection(field.connection, null);
-      else {
+      else if (field.kind === 'list') {
+        if (answer) this.listRows(field.connection, answer);
+        return [field.key, ''] as const;
+      } else {
         const row = `o${(this.aliases += 1)}`;
         // No such row (or another workspace's): null.
         value = sql`coalesce((select ${this.object(field.object, row)} from ${sql.raw(`"${getTableName(field.table)}" ${row}`)}
       where ${inWorkspace(row, field.table)} and ${column(row, field.table.id)} = ${field.id}), 'null')`;
       }
+      answer?.text(value);
       return [field.key, value] as const;
     });
+    answer?.text('}');
     // The key lookup of authenticate() (KEY_LOOKUP). Only the kinds of key the access policy
     // lets take every action of the plan get the data; for others the resolvers answer.
     const key = sql.raw(KEY);
@@ -320,9 +415,9 @@ class StatementWriter {
         select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
         where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)
       select ${sql.raw(selected.map((name) => `${KEY}.${name}`).join(', '))},
-        ${plan ? sql`case when ${allowed} then ${jsonObject(parts)} end` : sql`null::text`} as data,
+        ${answer ? sql`answer.data` : plan ? sql`case when ${allowed} then ${jsonObject(parts)} end` : sql`null::text`} as data,
         case when ${kindIn(markKinds)} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end as mark
-      from ${key}`;
+      from ${key}${answer ? sql` left join lateral ${answer.joined(allowed)} answer on true` : sql``}`;
   }
 }
 
