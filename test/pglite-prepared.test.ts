@@ -7,7 +7,7 @@ import { createMemory, createStore } from './support/builders.js';
 import { postgresUrl } from './support/database.js';
 import { useTestServer } from './support/server.js';
 
-const PROTOCOL = { serialize: protocol.serialize, ...parse };
+const PROTOCOL = { serialize: protocol.serialize, Parser: protocol.Parser, ...parse };
 
 /** The statements PGlite's one session has prepared (PostgreSQL's own view of them). */
 async function preparedOf(client: PGlite): Promise<{ name: string; statement: string }[]> {
@@ -40,6 +40,33 @@ describe('statements prepared on PGlite\'s session', () => {
     expect(await prepared.rows(text, [41, null])).toEqual([{ next: '42', word: null, nothing: null, yes: 't' }]);
     expect((await preparedOf(client)).map((row) => row.statement)).toEqual([text]);
     expect(await prepared.rows('select n from generate_series(1, $1::int) n', [3])).toEqual([{ n: '1' }, { n: '2' }, { n: '3' }]);
+  });
+
+  it('give the same rows as arrays of the bytes the session wrote, straight from its output: nulls, many rows, a value of megabytes', async () => {
+    const prepared = preparedStatements(client, PROTOCOL, 4);
+    const decoded = async (text: string, params: unknown[]) =>
+      (await prepared.rawRows(text, params)).map((row) => row.map((value) => (value === null ? null : Buffer.from(value).toString('utf8'))));
+    const text = 'select $1::int + 1 as next, $2::text as word, null::text as nothing, true as yes';
+    expect(await decoded(text, [1, 'één'])).toEqual([['2', 'één', null, 't']]);
+    expect(await decoded(text, [41, null])).toEqual([['42', null, null, 't']]);
+    expect(await decoded('select n, repeat(\'é\', n) as word from generate_series(0, $1::int) n', [300])).toEqual(
+      Array.from({ length: 301 }, (_, n) => [String(n), 'é'.repeat(n)]),
+    );
+    // Far more than the session writes out at once.
+    const big = (await decoded('select repeat($1::text, $2::int) as big', ['ab🚀', 1_000_000]))[0]![0];
+    expect(big).toBe('ab🚀'.repeat(1_000_000));
+    expect(await decoded('select 1 as one where false', [])).toEqual([]);
+  });
+
+  it('throw the database\'s error from raw rows as from rows, and go on working', async () => {
+    await onFreshPglite(async (fresh) => {
+      const prepared = preparedStatements(fresh, PROTOCOL, 4);
+      await expect(prepared.rawRows('select nothing from nowhere', [])).rejects.toMatchObject({ message: 'relation "nowhere" does not exist', code: '42P01' });
+      await expect(prepared.rawRows('select $1::int as n', ['x'])).rejects.toMatchObject({ code: '22P02' });
+      await expect(prepared.rawRows('select 1 / (n - 3) from generate_series(1, 5) n', [])).rejects.toMatchObject({ code: '22012' });
+      expect((await prepared.rawRows('select $1::int as n', ['7'])).map((row) => row.map((value) => Buffer.from(value!).toString()))).toEqual([['7']]);
+      expect((await fresh.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    });
   });
 
   it('throw the database\'s error; a text that failed to parse is not kept, one that failed to run is, and both go on working', async () => {

@@ -155,7 +155,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     throw error;
   }
   const demand = new PoolDemand(1);
-  const statements = oneStatementAtATime(client, demand, preparedStatements(client, { serialize: protocol.serialize, ...parse }, PGLITE_PREPARED_TEXTS));
+  const statements = oneStatementAtATime(client, demand, preparedStatements(client, { serialize: protocol.serialize, Parser: protocol.Parser, ...parse }, PGLITE_PREPARED_TEXTS));
   const db = drizzlePglite({ client: statements, schema, logger }) as unknown as Database;
   let closed = false;
   const { announcer, listen } = localAnnouncements();
@@ -182,6 +182,13 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     run: async (text, params, options) => {
       beforeStatement(text, params);
       return options?.prepare ? statements.queryPrepared(text, params) : (await statements.queryUnprepared(text, params)).rows;
+    },
+    // A text built for one request only runs unprepared, through run (its answer decoded).
+    runRaw: async (text, params, options) => {
+      beforeStatement(text, params);
+      if (options?.prepare) return statements.queryPreparedRaw(text, params);
+      const { rows } = await statements.queryUnprepared(text, params);
+      return rows.map((row) => Object.values(row).map((value) => (value == null ? null : Buffer.from(String(value)))));
     },
     kind: 'pglite',
     ping: async () => {

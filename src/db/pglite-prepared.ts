@@ -11,6 +11,7 @@ let statementNumber = 0;
 /** PGlite's own protocol helpers, passed in: the server loads PGlite only when it is used. */
 export interface PgliteProtocol {
   serialize: typeof protocol.serialize;
+  Parser: typeof protocol.Parser;
   parseResults: typeof pgliteParse.parseResults;
   parseDescribeStatementResults: typeof pgliteParse.parseDescribeStatementResults;
 }
@@ -23,6 +24,12 @@ export interface OpenTransaction {
 export interface PreparedStatements {
   /** A statement's rows by column name, every value as PostgreSQL's text (it waits for a transaction open on the session to end). */
   rows(text: string, params: readonly unknown[]): Promise<Record<string, unknown>[]>;
+  /**
+   * The same rows as arrays of their values' bytes, as the session wrote them (null for SQL
+   * null), read straight from its output: a large JSON answer goes to the client without
+   * being parsed twice and decoded into a string on the way (see rawRowsOf).
+   */
+  rawRows(text: string, params: readonly unknown[]): Promise<(Uint8Array | null)[][]>;
   /**
    * A statement's result as PGlite's `query` answers it (rows parsed by the same parsers, in
    * the same row mode), or null when it was not run: the caller then sends it through `query`.
@@ -74,7 +81,21 @@ export function preparedStatements(client: PGlite, pglite: PgliteProtocol, limit
     return statement;
   };
 
-  const exchange = async (text: string, params: readonly unknown[], options: QueryOptions | undefined, transaction: OpenTransaction | undefined) => {
+  /** Sends a statement's messages and collects the session's output as it comes (PGlite neither keeps nor parses it then). */
+  const sendRaw = async (parts: Uint8Array[], syncToFs: boolean) => {
+    const chunks: Buffer[] = [];
+    // The chunks are views of the session's memory: copied as they come.
+    await client.execProtocolRawStream(Buffer.concat(parts), { syncToFs, onRawData: (chunk) => chunks.push(Buffer.from(chunk)) });
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  };
+
+  const exchange = async <Output>(
+    text: string,
+    params: readonly unknown[],
+    options: QueryOptions | undefined,
+    transaction: OpenTransaction | undefined,
+    execute: (parts: Uint8Array[], syncToFs: boolean) => Promise<Output>,
+  ): Promise<Output | null> => {
     const run = () =>
       client.runExclusive(async () => {
         if (transaction?.closed) return null;
@@ -93,18 +114,35 @@ export function preparedStatements(client: PGlite, pglite: PgliteProtocol, limit
           const write = options?.serializers?.[types[index]!] ?? client.serializers[types[index]!];
           return write ? write(value) : String(value);
         });
-        const messages = await send([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()], syncToFs);
-        const failure = failureIn(messages);
-        if (failure) throw failure;
-        return messages;
+        return execute([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()], syncToFs);
       });
     return transaction ? run() : client._runExclusiveTransaction(run);
+  };
+
+  /** The messages PGlite parses from the output; throws the error among them. */
+  const parsed = async (parts: Uint8Array[], syncToFs: boolean) => {
+    const messages = await send(parts, syncToFs);
+    const failure = failureIn(messages);
+    if (failure) throw failure;
+    return messages;
+  };
+
+  /** The output's rows; an error among its messages is thrown as PGlite's parser makes it. */
+  const raw = async (parts: Uint8Array[], syncToFs: boolean) => {
+    const output = await sendRaw(parts, syncToFs);
+    const rows = rawRowsOf(output);
+    if (rows === null) {
+      const messages: BackendMessage[] = [];
+      new pglite.Parser().parse(output, (message) => messages.push(message as BackendMessage));
+      throw failureIn(messages) ?? new Error('PGlite answered with an error the parser did not find');
+    }
+    return rows;
   };
 
   return {
     async rows(text, params) {
       // Outside a transaction a statement always runs.
-      const messages = (await exchange(text, params, undefined, undefined))!;
+      const messages = (await exchange(text, params, undefined, undefined, parsed))!;
       let columns: string[] = [];
       const rows: Record<string, unknown>[] = [];
       for (const message of messages) {
@@ -116,11 +154,49 @@ export function preparedStatements(client: PGlite, pglite: PgliteProtocol, limit
       }
       return rows;
     },
+    async rawRows(text, params) {
+      return (await exchange(text, params, undefined, undefined, raw))!;
+    },
     async query(text, params, options, transaction) {
       // Types asked for by the caller are PGlite's to apply.
       if (options?.paramTypes) return null;
-      const messages = await exchange(text, params, options, transaction);
+      const messages = await exchange(text, params, options, transaction, parsed);
       return messages === null ? null : (pglite.parseResults(messages, client.parsers, options)[0] ?? { rows: [], fields: [], affectedRows: 0 });
     },
   };
+}
+
+/**
+ * The rows of a statement's output (PostgreSQL's wire protocol: a type byte, then a 32-bit
+ * length that counts itself, then the body), each DataRow's values as views of `output`
+ * (null for SQL null); null when the output holds an ErrorResponse. The other messages
+ * (ParseComplete, BindComplete, RowDescription, CommandComplete, ReadyForQuery, notices) say
+ * nothing the caller needs.
+ */
+export function rawRowsOf(output: Uint8Array): (Uint8Array | null)[][] | null {
+  const view = new DataView(output.buffer, output.byteOffset, output.byteLength);
+  const rows: (Uint8Array | null)[][] = [];
+  let at = 0;
+  while (at + 5 <= output.length) {
+    const type = output[at]!;
+    const end = at + 1 + view.getInt32(at + 1);
+    if (type === 0x45 /* E */) return null;
+    if (type === 0x44 /* D */) {
+      const count = view.getInt16(at + 5);
+      const values: (Uint8Array | null)[] = new Array(count);
+      let field = at + 7;
+      for (let index = 0; index < count; index += 1) {
+        const length = view.getInt32(field);
+        field += 4;
+        if (length < 0) values[index] = null;
+        else {
+          values[index] = output.subarray(field, field + length);
+          field += length;
+        }
+      }
+      rows.push(values);
+    }
+    at = end;
+  }
+  return rows;
 }

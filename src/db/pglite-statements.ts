@@ -21,6 +21,7 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
   transaction?: OpenTransaction,
 ): Client & {
   queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  queryPreparedRaw(text: string, params: unknown[]): Promise<(Uint8Array | null)[][]>;
   queryUnprepared(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
 } {
   let tail: Promise<unknown> = Promise.resolve();
@@ -55,6 +56,7 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
       }
       if (property === 'exec') return (...args: unknown[]) => inTurn(args[0] as string, () => own('exec', args));
       if (property === 'queryPrepared') return (text: string, params: unknown[]) => inTurn(text, () => prepared.rows(text, params));
+      if (property === 'queryPreparedRaw') return (text: string, params: unknown[]) => inTurn(text, () => prepared.rawRows(text, params));
       // A text built for one request only: parsed once, as query does, and not kept among the prepared.
       if (property === 'queryUnprepared') return (...args: unknown[]) => inTurn(args[0] as string, () => own('query', args));
       // A transaction's statements go one at a time in the same way, in their own line.

@@ -374,8 +374,7 @@ class Planner {
       if (!single) unsupported();
       const args = this.arguments(field);
       for (const [argument, given] of Object.entries(args)) if (given != null && argument !== 'id') unsupported();
-      // An id's value counts only through its kind, and goes to the statement as a parameter:
-      // one compiled read serves every id of a kind (compile.ts, ReadTemplate).
+      // An id counts only by its kind, then as a parameter: compile.ts's ReadTemplate relies on it.
       if (typeof args.id !== 'string') unsupported();
       this.needs(single.action);
       const object = this.object(single.node, field.selectionSet);

@@ -7,6 +7,7 @@ import { workspaceChangeMarkSql } from '../domain/events.js';
 import type { ExposedField } from '../graphql/exposed-fields.js';
 import { MEMORY_FOLDER_COLUMN, memories, memoryFolders } from '../db/schema.js';
 import type { ConnectionFieldPlan, ConnectionPlan, EntriesPlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
+import { AnswerRows, concat, constant, jsonArray, jsonObject, literalText, nameJson, responseKey, type Piece } from './json-text.js';
 
 /**
  * The SQL step of a compiled read: one statement that authenticates the request and builds
@@ -65,75 +66,6 @@ function exposedValue(row: string, field: ExposedField): SQL {
 }
 
 /**
- * A value's key in the answer. A field's own name is written into the statement (names come
- * from the schema: a fixed set); an alias, which the client picks, is a parameter (its JSON
- * string, written once here, not on every row), so that queries differing only in their
- * aliases share one statement text.
- */
-function responseKey(key: ResponseKey): Piece {
-  return key.alias !== null ? sql`${JSON.stringify(key.alias)}::text` : JSON.stringify(checkedName(key.name));
-}
-
-/** A stored enum value (of our own declarations: lower-case words) as a SQL string literal. */
-function literalText(text: string): SQL {
-  if (!/^[a-z_]+$/.test(text)) throw new Error(`not an enum value: ${text}`);
-  return sql.raw(`'${text}'`);
-}
-
-/** A GraphQL name: it matches [_A-Za-z][_0-9A-Za-z]*, so it needs no escaping in SQL or JSON. */
-function checkedName(text: string): string {
-  if (!/^[_A-Za-z][_0-9A-Za-z]*$/.test(text)) throw new Error(`not a GraphQL name: ${text}`);
-  return text;
-}
-
-/** A GraphQL name as a JSON string (a type's name, an enum value). */
-const nameJson = (text: string): string => JSON.stringify(checkedName(text));
-
-/** JSON text written into the statement as a string literal. */
-function constant(json: string): SQL {
-  return sql.raw(`'${json.replaceAll("'", "''")}'`);
-}
-
-/** A piece of JSON text: a constant, or an expression giving text that is never null. */
-type Piece = string | SQL;
-
-/**
- * The pieces concatenated (adjacent constants written as one), in a balanced tree of `||`:
- * each `||` copies both its sides, so a chain would copy what it has so far at every step (a
- * memory's content once for each piece after it); halves copy each byte once per level.
- */
-function concat(pieces: readonly Piece[]): SQL {
-  const merged: SQL[] = [];
-  let text = '';
-  for (const piece of pieces) {
-    if (typeof piece === 'string') text += piece;
-    else {
-      if (text !== '') merged.push(constant(text));
-      merged.push(piece);
-      text = '';
-    }
-  }
-  if (text !== '') merged.push(constant(text));
-  const tree = (from: number, to: number): SQL => {
-    if (to - from === 1) return merged[from]!;
-    const middle = (from + to) >> 1;
-    return sql`(${tree(from, middle)} || ${tree(middle, to)})`;
-  };
-  return merged.length === 0 ? constant('') : tree(0, merged.length);
-}
-
-/** A JSON object of these keys and values, in order. */
-function jsonObject(entries: readonly (readonly [ResponseKey, Piece])[]): SQL {
-  const pieces: Piece[] = ['{'];
-  entries.forEach(([key, value], index) => pieces.push(index === 0 ? '' : ',', responseKey(key), ':', value));
-  pieces.push('}');
-  return concat(pieces);
-}
-
-/** A JSON array of an aggregate's elements (`string_agg(element, ',' order by …)`), `[]` when it has none. */
-const jsonArray = (aggregate: SQL): SQL => sql`coalesce('[' || ${aggregate} || ']', '[]')`;
-
-/**
  * A page's pageInfo, as an aggregate over the page's rows (a page of `size` rows and one
  * more): only hasNextPage reads them (`readsPage`); hasPreviousPage is false going forward
  * from the start.
@@ -149,43 +81,6 @@ function pageInfoValue(fields: { key: ResponseKey; kind: 'typename' | 'hasNextPa
 /** An edge of a page: its node (as `node` writes it) and __typename, as selected. */
 function edgeObject<Node>(fields: Extract<ConnectionFieldPlan<Node>, { kind: 'edges' }>['fields'], edgeTypeName: string, node: (node: Node) => SQL): SQL {
   return jsonObject(fields.map((edgeField) => [edgeField.key, edgeField.kind === 'node' ? node(edgeField.object) : nameJson(edgeTypeName)] as const));
-}
-
-/**
- * An answer that holds a list at the root (the dashboard's memoryStores), written as rows of
- * text that one aggregate joins: its pieces in order, each item of the list a row. A list's
- * JSON built by concatenation is copied whole at each `||` around it, and by the subquery
- * that returns it: at the root, where it is largest (hundreds of KiB), each copy is a fresh
- * allocation of its own, and those copies cost the statement more than all its rows and
- * values do. Joined here, it is built once, in the aggregate's one buffer.
- */
-class AnswerRows {
-  private readonly rows: SQL[] = [];
-  private pending: Piece[] = [];
-
-  /** Pieces of text that follow. */
-  text(...pieces: Piece[]): void {
-    this.pending.push(...pieces);
-  }
-
-  /** A list's items: `item` for each row of `source` (`from … where …`), in the order of its `position` (from 1), separated by commas. */
-  items(item: SQL, position: SQL, source: SQL): void {
-    this.flush();
-    this.rows.push(sql`select ${sql.raw(String(this.rows.length))}, ${position}, ${item}, case when ${position} = 1 then '' else ',' end ${source}`);
-  }
-
-  /** The text of every row, joined in order: a subquery with one column, `data`, under `condition`. */
-  joined(condition: SQL): SQL {
-    this.flush();
-    return sql`(select string_agg(answer_rows.piece, answer_rows.separator order by answer_rows.part, answer_rows.position) as data
-      from (${sql.join(this.rows, sql` union all `)}) answer_rows (part, position, piece, separator) where ${condition})`;
-  }
-
-  private flush(): void {
-    if (this.pending.length === 0) return;
-    this.rows.push(sql`select ${sql.raw(String(this.rows.length))}, 0::bigint, ${concat(this.pending)}, ''::text`);
-    this.pending = [];
-  }
 }
 
 const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }) => sql`${column(row, table.workspaceId)} = ${sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`)}`;
