@@ -58,7 +58,24 @@ export function preparedStatements(client: PGlite, pglite: PgliteProtocol, limit
   const { serialize } = pglite;
   /** Text → name and parameter types, least recently used first. */
   const kept = new Map<string, { name: string; types: number[] }>();
-  const send = async (parts: Uint8Array[], syncToFs: boolean) => (await client.execProtocol(Buffer.concat(parts), { throwOnError: false, syncToFs })).messages;
+  /**
+   * Sends a statement's messages and collects the session's output as it comes. PGlite's own
+   * execProtocol would copy it into a buffer of its own and parse it twice (once as it comes,
+   * for notifications, which memstore's session never listens for; once whole).
+   */
+  const sendRaw = async (parts: Uint8Array[], syncToFs: boolean) => {
+    const chunks: Buffer[] = [];
+    // The chunks are views of the session's memory: copied as they come.
+    await client.execProtocolRawStream(Buffer.concat(parts), { syncToFs, onRawData: (chunk) => chunks.push(Buffer.from(chunk)) });
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  };
+  /** The output's messages, parsed once by PGlite's parser. */
+  const messagesOf = (output: Uint8Array) => {
+    const messages: BackendMessage[] = [];
+    new pglite.Parser().parse(output, (message) => messages.push(message as BackendMessage));
+    return messages;
+  };
+  const send = async (parts: Uint8Array[], syncToFs: boolean) => messagesOf(await sendRaw(parts, syncToFs));
   const failureIn = (messages: BackendMessage[]) => messages.find((message) => message.name === 'error');
 
   /** Parses a new text under a name (closing the least recently used past the limit) and learns its parameters' types. */
@@ -79,14 +96,6 @@ export function preparedStatements(client: PGlite, pglite: PgliteProtocol, limit
     const statement = { name, types: pglite.parseDescribeStatementResults(messages) };
     kept.set(text, statement);
     return statement;
-  };
-
-  /** Sends a statement's messages and collects the session's output as it comes (PGlite neither keeps nor parses it then). */
-  const sendRaw = async (parts: Uint8Array[], syncToFs: boolean) => {
-    const chunks: Buffer[] = [];
-    // The chunks are views of the session's memory: copied as they come.
-    await client.execProtocolRawStream(Buffer.concat(parts), { syncToFs, onRawData: (chunk) => chunks.push(Buffer.from(chunk)) });
-    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
   };
 
   const exchange = async <Output>(
@@ -131,11 +140,7 @@ export function preparedStatements(client: PGlite, pglite: PgliteProtocol, limit
   const raw = async (parts: Uint8Array[], syncToFs: boolean) => {
     const output = await sendRaw(parts, syncToFs);
     const rows = rawRowsOf(output);
-    if (rows === null) {
-      const messages: BackendMessage[] = [];
-      new pglite.Parser().parse(output, (message) => messages.push(message as BackendMessage));
-      throw failureIn(messages) ?? new Error('PGlite answered with an error the parser did not find');
-    }
+    if (rows === null) throw failureIn(messagesOf(output)) ?? new Error('PGlite answered with an error the parser did not find');
     return rows;
   };
 
