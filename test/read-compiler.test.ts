@@ -185,4 +185,16 @@ describe('the declared fields of compiled reads', () => {
       expect(values.sort()).toEqual(declared.sort());
     }
   });
+
+  it('declares every enum it renders with exactly the values its column can hold (the statement compares them as the column\'s type: a value the column lacks would fail every statement)', () => {
+    const rendered = entries.filter(([, , field]) => field.rendering.kind === 'enum');
+    expect(rendered.length).toBeGreaterThan(0);
+    for (const [typeName, name, field] of rendered) {
+      if (field.rendering.kind !== 'enum') continue;
+      const stored = Object.values(field.rendering.enumeration.values).map(({ value }) => value);
+      const { enumValues } = field.column as unknown as { enumValues?: string[] };
+      expect(enumValues, `${typeName}.${name}: not an enum column`).toBeDefined();
+      expect([...stored].sort(), `${typeName}.${name}`).toEqual([...enumValues!].sort());
+    }
+  });
 });
