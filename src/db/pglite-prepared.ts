@@ -12,7 +12,6 @@ let statementNumber = 0;
 export interface PgliteProtocol {
   serialize: typeof protocol.serialize;
   Parser: typeof protocol.Parser;
-  parseResults: typeof pgliteParse.parseResults;
   parseDescribeStatementResults: typeof pgliteParse.parseDescribeStatementResults;
 }
 

@@ -147,7 +147,6 @@ export function compileReadTemplate(
   run: RunStatement,
   runRaw?: RunStatementRaw,
 ): ReadTemplate {
-  const afresh: ReadTemplate = { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
   if (slots.length === 0) {
     const compiled = compileRead(schema, document, operation, variables, run, runRaw);
     return { readFor: () => compiled, bytes: compiled?.bytes ?? 0 };
@@ -157,7 +156,8 @@ export function compileReadTemplate(
   const compiled = compileRead(schema, document, operation, withStandIns, run, runRaw);
   if (!(compiled instanceof CompiledStatement)) return { readFor: () => null, bytes: 0 };
   const places = standIns.map((standIn) => compiled.placesOf(standIn));
-  if (places.some((place) => place === null)) return afresh;
+  // Not a template after all: each request's read is compiled afresh.
+  if (places.some((place) => place === null)) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
   return {
     readFor: (given) => compiled.withValuesAt(slots.map((slot, index) => ({ value: given![slot.name], places: places[index]! }))),
     bytes: compiled.bytes,

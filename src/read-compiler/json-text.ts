@@ -64,13 +64,21 @@ export function concat(pieces: readonly Piece[]): SQL {
   return merged.length === 0 ? constant('') : tree(0, merged.length);
 }
 
-/** A JSON object of these keys and values, in order. */
-export function jsonObject(entries: readonly (readonly [ResponseKey, Piece])[]): SQL {
-  const pieces: Piece[] = ['{'];
+/** The pieces of a JSON object of these keys and values, in order: `{`, each key and its value, `}`. */
+function objectPieces<Value>(entries: readonly (readonly [ResponseKey, Value])[]): (Piece | Value)[] {
+  const pieces: (Piece | Value)[] = ['{'];
   entries.forEach(([key, value], index) => pieces.push(index === 0 ? '' : ',', responseKey(key), ':', value));
   pieces.push('}');
-  return concat(pieces);
+  return pieces;
 }
+
+/** A JSON object of these keys and values, in order. */
+export function jsonObject(entries: readonly (readonly [ResponseKey, Piece])[]): SQL {
+  return concat(objectPieces(entries));
+}
+
+/** A value written into AnswerRows as rows of its own (a list's items). */
+export type RowsWriter = (answer: AnswerRows) => void;
 
 /** A JSON array of an aggregate's elements (`string_agg(element, ',' order by …)`), `[]` when it has none. */
 export const jsonArray = (aggregate: SQL): SQL => sql`coalesce('[' || ${aggregate} || ']', '[]')`;
@@ -90,6 +98,14 @@ export class AnswerRows {
   /** Pieces of text that follow. */
   text(...pieces: Piece[]): void {
     this.pending.push(...pieces);
+  }
+
+  /** A JSON object of these keys and values, in order, as jsonObject writes it; a value may write rows of its own. */
+  object(entries: readonly (readonly [ResponseKey, Piece | RowsWriter])[]): void {
+    for (const piece of objectPieces(entries)) {
+      if (typeof piece === 'function') piece(this);
+      else this.text(piece);
+    }
   }
 
   /** A list's items: `item` for each row of `source` (`from … where …`), in the order of its `position` (from 1), separated by commas. */

@@ -7,7 +7,7 @@ import { workspaceChangeMarkSql } from '../domain/events.js';
 import type { ExposedField } from '../graphql/exposed-fields.js';
 import { MEMORY_FOLDER_COLUMN, memories, memoryFolders } from '../db/schema.js';
 import type { ConnectionFieldPlan, ConnectionPlan, EntriesPlan, ObjectPlan, ReadPlan, ResponseKey } from './plan.js';
-import { AnswerRows, concat, constant, jsonArray, jsonObject, literalText, nameJson, responseKey, type Piece } from './json-text.js';
+import { AnswerRows, concat, constant, jsonArray, jsonObject, literalText, nameJson, type Piece, type RowsWriter } from './json-text.js';
 
 /**
  * The SQL step of a compiled read: one statement that authenticates the request and builds
@@ -81,6 +81,16 @@ function pageInfoValue(fields: { key: ResponseKey; kind: 'typename' | 'hasNextPa
 /** An edge of a page: its node (as `node` writes it) and __typename, as selected. */
 function edgeObject<Node>(fields: Extract<ConnectionFieldPlan<Node>, { kind: 'edges' }>['fields'], edgeTypeName: string, node: (node: Node) => SQL): SQL {
   return jsonObject(fields.map((edgeField) => [edgeField.key, edgeField.kind === 'node' ? node(edgeField.object) : nameJson(edgeTypeName)] as const));
+}
+
+/**
+ * A page's field other than its edges: __typename, totalCount (as `count` gives it), or
+ * pageInfo. `readsPage`: its value is an aggregate over the page's rows.
+ */
+function pageField(field: Exclude<ConnectionFieldPlan<unknown>, { kind: 'edges' }>, size: number, count: () => SQL): { value: Piece; readsPage: boolean } {
+  if (field.kind === 'typename') return { value: nameJson(field.typeName), readsPage: false };
+  if (field.kind === 'totalCount') return { value: sql`(${count()})::text`, readsPage: false };
+  return pageInfoValue(field.fields, size);
 }
 
 const inWorkspace = (row: string, table: { workspaceId: AnyPgColumn }) => sql`${column(row, table.workspaceId)} = ${sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`)}`;
@@ -169,27 +179,24 @@ class StatementWriter {
    * A list at the root (memoryStores) as rows of the answer (AnswerRows): its object's other
    * fields as text, and each of its edges a row of its own, in list order.
    */
-  private listRows(plan: ConnectionPlan, answer: AnswerRows): void {
+  private listRows(plan: ConnectionPlan): RowsWriter {
     const page = this.page(plan, null);
     const size = plan.size;
     const rows = page.rows(true);
-    answer.text('{');
-    plan.fields.forEach((field, index) => {
-      answer.text(index === 0 ? '' : ',', responseKey(field.key), ':');
-      if (field.kind === 'typename') answer.text(nameJson(field.typeName));
-      else if (field.kind === 'totalCount') answer.text(sql`(${this.count(plan, null)})::text`);
-      else if (field.kind === 'pageInfo') {
-        const pageInfo = pageInfoValue(field.fields, size);
-        answer.text(pageInfo.readsPage ? sql`(select ${pageInfo.value} from ${rows} ${sql.raw(page.alias)})` : pageInfo.value);
-      } else {
-        const position = sql.raw(`${page.alias}.page_position`);
-        const edge = edgeObject(field.fields, plan.edgeTypeName, (node) => this.object(node, page.alias));
+    const position = sql.raw(`${page.alias}.page_position`);
+    const entries = plan.fields.map((field): readonly [ResponseKey, Piece | RowsWriter] => {
+      if (field.kind !== 'edges') {
+        const { value, readsPage } = pageField(field, size, () => this.count(plan, null));
+        return [field.key, readsPage ? sql`(select ${value} from ${rows} ${sql.raw(page.alias)})` : value];
+      }
+      const edge = edgeObject(field.fields, plan.edgeTypeName, (node) => this.object(node, page.alias));
+      return [field.key, (answer) => {
         answer.text('[');
         answer.items(edge, position, sql`from ${rows} ${sql.raw(page.alias)} where ${position} <= ${size}`);
         answer.text(']');
-      }
+      }];
     });
-    answer.text('}');
+    return (answer) => answer.object(entries);
   }
 
   /**
@@ -209,19 +216,14 @@ class StatementWriter {
     const withPageInfo = fields.some((field) => field.kind === 'pageInfo');
     let usesPage = false;
     const parts = fields.map((field) => {
-      let value: Piece;
-      if (field.kind === 'typename') value = nameJson(field.typeName);
-      else if (field.kind === 'totalCount') value = sql`(${own.totalCount()})::text`;
-      else if (field.kind === 'pageInfo') {
-        const pageInfo = pageInfoValue(field.fields, size);
-        usesPage ||= pageInfo.readsPage;
-        value = pageInfo.value;
-      } else {
-        usesPage = true;
-        const edge = (node: (node: Node) => SQL) => edgeObject(field.fields, edgeTypeName, node);
-        value = jsonArray(sql`${own.edges(edge)} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}`);
+      if (field.kind !== 'edges') {
+        const { value, readsPage } = pageField(field, size, own.totalCount);
+        usesPage ||= readsPage;
+        return [field.key, value] as const;
       }
-      return [field.key, value] as const;
+      usesPage = true;
+      const edge = (node: (node: Node) => SQL) => edgeObject(field.fields, edgeTypeName, node);
+      return [field.key, jsonArray(sql`${own.edges(edge)} ${withPageInfo ? sql`filter (where ${sql.raw(`${page}.page_position`)} <= ${size})` : sql``}`)] as const;
     });
     return { object: jsonObject(parts), usesPage, withPageInfo };
   }
@@ -278,27 +280,18 @@ class StatementWriter {
 
   /** The statement; without a plan, the key and the mark alone. */
   root(plan: ReadPlan | null, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
-    // With a list at the root, the answer is joined from rows (AnswerRows); else it is concatenated.
-    const answer = plan?.fields.some((field) => field.kind === 'list') ? new AnswerRows() : null;
-    answer?.text('{');
-    const parts = (plan?.fields ?? []).map((field, index) => {
-      let value: Piece;
-      answer?.text(index === 0 ? '' : ',', responseKey(field.key), ':');
-      if (field.kind === 'typename') value = nameJson('Query');
-      else if (field.kind === 'none') value = 'null';
-      else if (field.kind === 'list') {
-        if (answer) this.listRows(field.connection, answer);
-        return [field.key, ''] as const;
-      } else {
-        const row = `o${(this.aliases += 1)}`;
-        // No such row (or another workspace's): null.
-        value = sql`coalesce((select ${this.object(field.object, row)} from ${sql.raw(`"${getTableName(field.table)}" ${row}`)}
-      where ${inWorkspace(row, field.table)} and ${column(row, field.table.id)} = ${field.id}), 'null')`;
-      }
-      answer?.text(value);
-      return [field.key, value] as const;
+    const entries = (plan?.fields ?? []).map((field): readonly [ResponseKey, Piece | RowsWriter] => {
+      if (field.kind === 'typename') return [field.key, nameJson('Query')];
+      if (field.kind === 'none') return [field.key, 'null'];
+      if (field.kind === 'list') return [field.key, this.listRows(field.connection)];
+      const row = `o${(this.aliases += 1)}`;
+      // No such row (or another workspace's): null.
+      return [field.key, sql`coalesce((select ${this.object(field.object, row)} from ${sql.raw(`"${getTableName(field.table)}" ${row}`)}
+      where ${inWorkspace(row, field.table)} and ${column(row, field.table.id)} = ${field.id}), 'null')`];
     });
-    answer?.text('}');
+    // With a list at the root, the answer is joined from rows (AnswerRows); else it is concatenated.
+    const answer = entries.some(([, value]) => typeof value === 'function') ? new AnswerRows() : null;
+    answer?.object(entries);
     // The key lookup of authenticate() (KEY_LOOKUP). Only the kinds of key the access policy
     // lets take every action of the plan get the data; for others the resolvers answer.
     const key = sql.raw(KEY);
@@ -310,7 +303,7 @@ class StatementWriter {
         select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
         where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)
       select ${sql.raw(selected.map((name) => `${KEY}.${name}`).join(', '))},
-        ${answer ? sql`answer.data` : plan ? sql`case when ${allowed} then ${jsonObject(parts)} end` : sql`null::text`} as data,
+        ${answer ? sql`answer.data` : plan ? sql`case when ${allowed} then ${jsonObject(entries as (readonly [ResponseKey, Piece])[])} end` : sql`null::text`} as data,
         case when ${kindIn(markKinds)} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end as mark
       from ${key}${answer ? sql` left join lateral ${answer.joined(allowed)} answer on true` : sql``}`;
   }
