@@ -140,7 +140,8 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
       await admin.unsafe(`grant all on all sequences in schema drizzle, public to ${role}`);
       const url = new URL(scratch.url);
       url.username = role;
-      limited = await createDb({ databaseUrl: url.toString(), dataDir: 'memory://', poolSize: 6 });
+      // Three of twelve connections are for statements outside transactions (poolSizes), as these reads are.
+      limited = await createDb({ databaseUrl: url.toString(), dataDir: 'memory://', poolSize: 12 });
       const limitedApp = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: limited });
       let locked!: () => void;
       const holding = new Promise<void>((resolve) => (locked = resolve));
@@ -150,8 +151,9 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
         await released;
       });
       await holding;
-      // Six requests at once: two get the role's two connections (and wait for the table);
-      // the others are refused a connection by PostgreSQL (53300).
+      // Six requests at once: the pool opens three connections for them; two get the role's two
+      // (and wait for the table), the third is refused by PostgreSQL (53300), with the request
+      // it was opened for.
       const answers = Array.from({ length: 6 }, () => post(limitedApp, LIST));
       const refused = await Promise.race([
         Promise.any(answers.map(async (answer) => ((await answer).status === 503 ? answer : Promise.reject(new Error('not refused'))))),

@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { createDb, poolSizes, type DatabaseHandle } from '../src/db/client.js';
 import { generateToken } from '../src/domain/api-keys.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { startServerProcess, type ServerProcess } from './support/process.js';
@@ -88,6 +90,70 @@ describe.skipIf(postgresUrl === undefined)('the database pool, on PostgreSQL', {
     expect(most).toBeLessThanOrEqual(POOL_SIZE + OWN_CONNECTIONS);
 
     const metrics = parsePrometheusText(await (await fetch(new URL('/metrics', url))).text());
-    expect(metrics.get('memstore_db_pool_size')!.samples[0]!.value).toBe(POOL_SIZE);
+    // One connection for statements outside transactions, one for transactions (poolSizes).
+    expect(Object.fromEntries(metrics.get('memstore_db_pool_size')!.samples.map((sample) => [sample.labels.part, sample.value]))).toEqual({ statements: 1, transactions: 1 });
+  });
+});
+
+describe('how a pool is split', () => {
+  it('gives statements outside transactions a quarter of the connections, at most five, and transactions the rest; a pool of one is shared', () => {
+    expect(poolSizes(1)).toEqual({ statements: 0, transactions: 1 });
+    expect(poolSizes(2)).toEqual({ statements: 1, transactions: 1 });
+    expect(poolSizes(8)).toEqual({ statements: 2, transactions: 6 });
+    expect(poolSizes(20)).toEqual({ statements: 5, transactions: 15 });
+    expect(poolSizes(100)).toEqual({ statements: 5, transactions: 95 });
+    for (let size = 1; size <= 200; size += 1) {
+      const { statements, transactions } = poolSizes(size);
+      expect(statements + transactions).toBe(size);
+      expect(transactions).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreSQL', { timeout: 60_000 }, () => {
+  let scratch: Awaited<ReturnType<typeof createScratchPostgresDatabase>>;
+  let handle: DatabaseHandle;
+
+  beforeAll(async () => {
+    scratch = await createScratchPostgresDatabase();
+    handle = await createDb({ databaseUrl: scratch.url, dataDir: 'memory://', poolSize: 8 });
+  });
+
+  afterAll(async () => {
+    await handle?.close();
+    await scratch?.drop();
+  });
+
+  const backendOf = async (rows: Promise<unknown[]>) => Number((await rows).map((row) => Object.values(row as object)[0])[0]);
+
+  it('pipelines 60 concurrent statements on two connections and runs six transactions at once on six others', async () => {
+    // Statements outside transactions, all sent at once: two backends answer them all.
+    const statementBackends = new Set(await Promise.all(Array.from({ length: 60 }, () => backendOf(handle.run!('select pg_backend_pid() as pid', [])))));
+    expect(statementBackends.size).toBeLessThanOrEqual(2);
+    // Six transactions that wait for each other: they can only all finish if each has a
+    // connection of its own at the same time, and none of them is a statements' connection.
+    let arrived = 0;
+    let allArrived!: () => void;
+    let release!: () => void;
+    const together = new Promise<void>((resolve) => (allArrived = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const transactions = Promise.all(
+      Array.from({ length: 6 }, () =>
+        handle.db.transaction(async (tx) => {
+          const backend = await backendOf(tx.execute(sql`select pg_backend_pid() as pid`) as unknown as Promise<unknown[]>);
+          arrived += 1;
+          if (arrived === 6) allArrived();
+          await released;
+          return backend;
+        }),
+      ),
+    );
+    await together;
+    // While all six are open, a statement still gets its answer, from a statements' connection.
+    expect(statementBackends.has(await backendOf(handle.run!('select pg_backend_pid() as pid', [])))).toBe(true);
+    release();
+    const transactionBackends = await transactions;
+    expect(new Set(transactionBackends).size).toBe(6);
+    expect(transactionBackends.filter((backend) => statementBackends.has(backend))).toEqual([]);
   });
 });

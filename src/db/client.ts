@@ -15,7 +15,7 @@ import { checkDeadline, observeStatement } from './deadline.js';
 import { recordStatement } from './statement-count.js';
 import { PGLITE_PREPARED_TEXTS, preparedStatements } from './pglite-prepared.js';
 import { oneStatementAtATime } from './pglite-statements.js';
-import { PoolDemand, type PoolUse, type StatementDone } from './statement-observer.js';
+import { PoolDemand, type PoolPart, type PoolUses, type StatementDone } from './statement-observer.js';
 
 /** `MEMSTORE_DATA_DIR=memory://` keeps the embedded database in memory (gone at exit). */
 export const IN_MEMORY_DATA_DIR = 'memory://';
@@ -64,7 +64,7 @@ export interface DatabaseHandle {
    */
   readSnapshot<T>(work: (db: Database) => Promise<T>): Promise<T>;
   /** Starts counting the work that holds or waits for connections (metrics); returns how the pool is used now. */
-  watchPool(): () => PoolUse;
+  watchPool(): () => PoolUses;
   /**
    * LISTEN on a channel (PostgreSQL: one connection of its own, reconnected by postgres.js;
    * PGlite, which one process holds: this process's announcements). Resolves with the
@@ -80,9 +80,29 @@ export interface DatabaseHandle {
  * snapshot, so many such reads at once need many; one-statement reads and writes need few,
  * as statements beyond the open connections are pipelined on them. Measured with `npm run
  * bench` (one run, 10 against 20): one-statement reads 8–14 % faster at 10, folder listings
- * 13 % slower and the dashboard's p99 1.9 × as long; so 20.
+ * 13 % slower and the dashboard's p99 1.9 × as long; so 20, split as poolSizes() says.
  */
 export const DEFAULT_DB_POOL_SIZE = 20;
+
+/** The most connections of a pool that serve statements outside transactions (see poolSizes). */
+export const MAX_STATEMENT_CONNECTIONS = 5;
+
+/**
+ * How a pool of `size` connections is split. Transactions (read snapshots, writes of several
+ * statements) hold a connection each from start to end, so they get most of it. Statements
+ * outside transactions (compiled reads, one-statement writes, key checks) get a quarter, at
+ * most MAX_STATEMENT_CONNECTIONS: postgres.js hands a statement to an idle connection while
+ * one is left and pipelines it on a busy one only once none is, so on a pool of 20 each of 32
+ * concurrent statements went alone to a backend of its own, one write and one wake-up each;
+ * on a few connections they go several to a write, and the backends answer them in turn
+ * (`npm run bench`, one run: one memory by id 1.4 ×, a store's memories 1.3 ×, p99 halved).
+ * A pool of one connection is not split: statements and transactions take turns on it.
+ */
+export function poolSizes(size: number): { statements: number; transactions: number } {
+  if (size < 2) return { statements: 0, transactions: size };
+  const statements = Math.min(MAX_STATEMENT_CONNECTIONS, Math.ceil(size / 4));
+  return { statements, transactions: size - statements };
+}
 
 export interface DatabaseOptions {
   /** `DATABASE_URL`: PostgreSQL when set, else PGlite. */
@@ -196,7 +216,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     },
     // One transaction at a time runs on PGlite: a transaction is a snapshot already.
     readSnapshot: (work) => readTransaction((tx) => work(tx as unknown as Database)),
-    watchPool: () => demand.watch(),
+    watchPool: () => partsOf({ all: demand }),
     listen: async (channel, onNotify) => listen(channel, onNotify),
     close,
   };
@@ -215,23 +235,26 @@ const beginOptions = new AsyncLocalStorage<string>();
 const READ_SNAPSHOT_BEGIN = 'isolation level repeatable read read only';
 
 function preparingStatements(
-  client: postgres.Sql,
-  /** The pool's connections: statements outside transactions, and transactions (null inside a transaction). */
-  demand: PoolDemand | null,
+  /** Where statements outside transactions go (inside a transaction: the transaction). */
+  statements: postgres.Sql,
+  /** Where transactions begin (inside a transaction: the transaction, for savepoints). */
+  transactions: postgres.Sql,
+  /** The pools' demand: statements outside transactions, and transactions (null inside a transaction). */
+  demand: { statements: PoolDemand; transactions: PoolDemand } | null,
 ): postgres.Sql {
-  return new Proxy(client, {
+  return new Proxy(statements, {
     get(target, property, receiver) {
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], queryOptions?: object) =>
-          watched(target.unsafe(query, parameters as never, { ...queryOptions, prepare: true }), query, demand);
+          watched(target.unsafe(query, parameters as never, { ...queryOptions, prepare: true }), query, demand?.statements ?? null);
       }
       if (property === 'begin') {
         return (...args: unknown[]) => {
-          const end = demand?.begin();
+          const end = demand?.transactions.begin();
           const body = args.pop() as (transaction: postgres.Sql) => unknown;
           const options = args.length === 0 ? beginOptions.getStore() : undefined;
-          const transaction = (target.begin as (...beginArgs: unknown[]) => Promise<unknown>)(...(options ? [options] : args), (transaction: postgres.Sql) =>
-            beginOptions.exit(() => body(preparingStatements(transaction, null))),
+          const transaction = (transactions.begin as (...beginArgs: unknown[]) => Promise<unknown>)(...(options ? [options] : args), (transaction: postgres.Sql) =>
+            beginOptions.exit(() => body(preparingStatements(transaction, transaction, null))),
           );
           if (end) transaction.then(end, end);
           return transaction;
@@ -288,16 +311,22 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     await lockClient.end();
   }
 
-  const poolSize = options.poolSize ?? DEFAULT_DB_POOL_SIZE;
-  const pool = postgres(databaseUrl, {
-    max: poolSize,
+  const sizes = poolSizes(options.poolSize ?? DEFAULT_DB_POOL_SIZE);
+  const poolOptions = {
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
-  });
-  const demand = new PoolDemand(poolSize);
-  const client = preparingStatements(pool, demand);
+  };
+  const transactions = postgres(databaseUrl, { ...poolOptions, max: sizes.transactions });
+  const pool = sizes.statements === 0 ? transactions : postgres(databaseUrl, { ...poolOptions, max: sizes.statements });
+  const transactionDemand = new PoolDemand(sizes.transactions);
+  const demand = { statements: pool === transactions ? transactionDemand : new PoolDemand(sizes.statements), transactions: transactionDemand };
+  const client = preparingStatements(pool, transactions, demand);
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
+  // drizzle sets its parsers and serializers (dates as text) on the client it is given: the
+  // statements' pool. Transactions read and write the same types the same way.
+  Object.assign(transactions.options.parsers, pool.options.parsers);
+  Object.assign(transactions.options.serializers, pool.options.serializers);
   const pingClient = postgres(databaseUrl, {
     max: 1,
     onnotice: () => {},
@@ -320,11 +349,11 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     // Unprepared statements go to the pool itself: the wrapper prepares everything.
     run: async (text, params, options) => {
       beforeStatement(text, params);
-      return options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand) : client.unsafe(text, params as never[]);
+      return options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand.statements) : client.unsafe(text, params as never[]);
     },
     runRaw: async (text, params, options) => {
       beforeStatement(text, params);
-      const query = options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand) : client.unsafe(text, params as never[]);
+      const query = options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand.statements) : client.unsafe(text, params as never[]);
       return (await query.raw()) as unknown as (Uint8Array | null)[][];
     },
     kind: 'postgres',
@@ -332,9 +361,9 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       await pingClient`select 1`;
     },
     readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => readTransaction((tx) => work(tx as unknown as Database))),
-    watchPool: () => demand.watch(),
+    watchPool: () => partsOf(pool === transactions ? { all: transactionDemand } : demand),
     listen: async (channel, onNotify) => {
-      const { unlisten } = await pool.listen(channel, () => onNotify());
+      const { unlisten } = await transactions.listen(channel, () => onNotify());
       return async () => {
         if (!closed) await unlisten();
       };
@@ -343,7 +372,13 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       if (closed) return;
       closed = true;
       announcer.close();
-      await Promise.all([pool.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
+      await Promise.all([pool.end({ timeout: 5 }), pool === transactions ? null : transactions.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
     },
   };
+}
+
+/** Starts watching each part's demand; returns how each is used now. */
+function partsOf(demands: Partial<Record<PoolPart, PoolDemand>>): () => PoolUses {
+  const uses = Object.entries(demands).map(([part, demand]) => [part, demand.watch()] as const);
+  return () => Object.fromEntries(uses.map(([part, use]) => [part, use()]));
 }

@@ -10,9 +10,19 @@ export type StatementDone = (error?: unknown) => void;
 /** Called as a statement is sent, with its text (`$n` placeholders, never the values). */
 export type StatementObserver = (text: string) => StatementDone;
 
-/** How busy the database's connections are. */
+/**
+ * The parts of the database's connections (client.ts, poolSizes): one for statements outside
+ * transactions and one for transactions, or a single part both share (`all`: PGlite, which
+ * runs one statement at a time, and a PostgreSQL pool of one connection).
+ */
+export type PoolPart = 'statements' | 'transactions' | 'all';
+
+/** How busy each part of the database's connections is. */
+export type PoolUses = Partial<Record<PoolPart, PoolUse>>;
+
+/** How busy a part of the database's connections is. */
 export interface PoolUse {
-  /** Connections the pool may open (PGlite: 1, it runs one statement at a time). */
+  /** Connections the part may open (PGlite: 1). */
   size: number;
   /** Connections held by a statement or a transaction. */
   inUse: number;

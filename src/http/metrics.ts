@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import { statementCommand, type PoolUse, type StatementDone, type StatementObserver } from '../db/statement-observer.js';
+import { statementCommand, type PoolUse, type PoolUses, type StatementDone, type StatementObserver } from '../db/statement-observer.js';
 import { MAX_METRIC_OPERATION_NAMES, METRIC_OPERATION_NAME_MAX_CHARACTERS } from '../domain/limits.js';
 import { bearerToken } from './authentication.js';
 import { CounterFamily, HistogramFamily } from './metric-families.js';
@@ -58,7 +58,7 @@ export class Metrics {
   private readonly statementErrors: CounterFamily;
   private readonly refusals: CounterFamily;
 
-  constructor(poolUse?: () => PoolUse) {
+  constructor(poolUse?: () => PoolUses) {
     const registry = this.registry;
     this.requests = new CounterFamily(
       'memstore_graphql_requests_total',
@@ -95,18 +95,20 @@ export class Metrics {
     );
     if (poolUse) {
       const registers = [registry];
+      // One series per part of the pool: `statements` (outside transactions) and `transactions`, or `all` where one part serves both.
       const gauge = (name: string, help: string, field: keyof PoolUse) =>
         new Gauge({
           name,
           help,
+          labelNames: ['part'],
           registers,
           collect() {
-            this.set(poolUse()[field]);
+            for (const [part, use] of Object.entries(poolUse())) this.set({ part }, use[field]);
           },
         });
-      gauge('memstore_db_pool_size', 'Connections the database pool may open (the embedded database: 1).', 'size');
-      gauge('memstore_db_pool_connections_in_use', 'Database connections held by a statement or a transaction.', 'inUse');
-      gauge('memstore_db_pool_waiting', 'Statements and transactions waiting for a database connection that another holds.', 'waiting');
+      gauge('memstore_db_pool_size', 'Connections a part of the database pool may open (part: statements, transactions, or all where one part serves both; the embedded database: 1).', 'size');
+      gauge('memstore_db_pool_connections_in_use', 'Database connections of a part of the pool held by a statement or a transaction.', 'inUse');
+      gauge('memstore_db_pool_waiting', 'Statements and transactions waiting for a database connection of a part of the pool that another holds.', 'waiting');
     }
     collectDefaultMetrics({ register: registry });
   }
