@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunStatement } from '../src/db/client.js';
 import { newId } from '../src/domain/ids.js';
 import { schema } from '../src/graphql/schema.js';
+import { costsEstimatedSoFar, estimateCost } from '../src/graphql/query-limits.js';
 import { createPipeline } from '../src/http/pipeline.js';
 import { silentLogger } from '../src/logger.js';
 import { compileRead, readsCompiledSoFar } from '../src/read-compiler/compile.js';
@@ -37,10 +38,12 @@ const operation = document.definitions[0] as OperationDefinitionNode;
 const memoryId = (n: number) => `mem_cache${String(n).padStart(15, '0')}`;
 
 describe('the compiled reads a process keeps', () => {
-  it(`plan a query asked for each of ${IDS.toLocaleString('en')} ids once, and estimate each once`, () => {
+  it(`plan a query asked for each of ${IDS.toLocaleString('en')} ids once, and estimate its cost once`, () => {
     const pipeline = pipelineWith(async () => []);
     const before = readsCompiledSoFar();
     const plans = () => readsCompiledSoFar() - before;
+    const estimatesBefore = costsEstimatedSoFar();
+    const estimates = () => costsEstimatedSoFar() - estimatesBefore;
     const first = Array.from({ length: IDS }, (_, n) => pipeline.compile(document, operation, { id: memoryId(n) }));
     const firstCosts = first.map((_, n) => {
       const request = new Request('http://memstore.test/graphql');
@@ -49,6 +52,8 @@ describe('the compiled reads a process keeps', () => {
     });
     expect(first.every((compiled) => compiled !== null)).toBe(true);
     expect(plans()).toBe(1);
+    expect(estimates()).toBe(1);
+    expect(new Set(firstCosts).size).toBe(1);
     // One shape: its reads share one text.
     expect(new Set(first.map((compiled) => compiled!.shape.split(' ')[0])).size).toBe(1);
 
@@ -59,6 +64,7 @@ describe('the compiled reads a process keeps', () => {
       expect(pipeline.states.of(request).cost).toBe(firstCosts[n]);
     }
     expect(plans()).toBe(1);
+    expect(estimates()).toBe(1);
     // Another kind of id (a store's, where a memory's is read), and a string that is no id of ours, are planned for themselves.
     pipeline.compile(document, operation, { id: newId('memoryStore') });
     pipeline.compile(document, operation, { id: newId('memoryStore') });
@@ -90,7 +96,7 @@ describe('the compiled reads a process keeps', () => {
     expect(pipeline.compile(document, operation, { id: memoryId(1) })!.shape).toBe(reads[1]!.shape);
   });
 
-  it('answer exactly as a read compiled for the very variables would, whatever the ids (same statement, parameters, shape and check)', async () => {
+  it('answer exactly as a read compiled for the very variables would, whatever the ids (same statement, parameters, shape and check), at the same cost', async () => {
     const documents = [
       document,
       parse('query ($id: ID) { memory(id: $id) { id path } }'),
@@ -133,6 +139,19 @@ describe('the compiled reads a process keeps', () => {
           both.push({ statements: [...sent], shape: read.shape });
         }
         expect(both[0]).toEqual(both[1]);
+        // The cost kept for the read's template is the cost of these very variables, or the same refusal.
+        // (A document that does not validate, as the second with a null id, throws in both.)
+        const outcome = (estimate: () => { cost: unknown; errors: readonly Error[] | null }) => {
+          try {
+            const { cost, errors } = estimate();
+            return { cost, errors: errors?.map((error) => error.message) ?? null };
+          } catch (error) {
+            return { threw: (error as Error).message };
+          }
+        };
+        const request = new Request('http://memstore.test/graphql');
+        const kept = outcome(() => ({ errors: pipeline.cost(request, chosen, chosenOperation, variables), cost: pipeline.states.of(request).cost ?? null }));
+        expect(kept).toEqual(outcome(() => estimateCost(schema, chosen, chosenOperation, variables, true)));
       }),
       { numRuns: 400 },
     );

@@ -184,6 +184,10 @@ export interface CostEstimate {
   limit: number;
 }
 
+/** How many costs this process has estimated: tests count them. */
+let estimates = 0;
+export const costsEstimatedSoFar = () => estimates;
+
 /**
  * The operation's variables coerced and its cost estimated: the estimate (null when the
  * variables do not fit their types), and the errors that refuse the request, if any.
@@ -195,6 +199,7 @@ export function estimateCost(
   variables: Record<string, unknown> | undefined,
   introspection: boolean,
 ): { cost: CostEstimate | null; errors: GraphQLError[] | null } {
+  estimates += 1;
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
   if (coerced.errors) {
     const errors = coerced.errors.map(

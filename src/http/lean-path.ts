@@ -26,10 +26,24 @@ type ResultMediaType = (typeof RESULT_MEDIA_TYPES)[number];
 
 const DATA_OPEN = Buffer.from('{"data":');
 
+/** The media types of the Accept values seen lately (clients send a few, the same all day), at most this many. */
+const MAX_KNOWN_ACCEPTS = 64;
+const knownAccepts = new Map<string, ResultMediaType | null>();
+
 /** The media type Yoga would answer a plain result with, or null when it would not use JSON. */
 function resultMediaType(request: Request): ResultMediaType | null {
+  const accept = request.headers.get('accept') || '*/*';
+  let chosen = knownAccepts.get(accept);
+  if (chosen === undefined) {
+    if (knownAccepts.size >= MAX_KNOWN_ACCEPTS) knownAccepts.clear();
+    knownAccepts.set(accept, (chosen = mediaTypeFor(accept)));
+  }
+  return chosen;
+}
+
+function mediaTypeFor(accept: string): ResultMediaType | null {
   // Yoga reads Accept in reverse and lets the last match win: the first listed type decides.
-  const accepted = (request.headers.get('accept') || '*/*').replace(/\s/g, '').toLowerCase().split(',').reverse();
+  const accepted = accept.replace(/\s/g, '').toLowerCase().split(',').reverse();
   let chosen: ResultMediaType | null = null;
   for (const entry of accepted) {
     const [mediaType, ...parameters] = entry.split(';');

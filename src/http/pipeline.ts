@@ -218,8 +218,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       state.operationName = operation.name?.value ?? null;
       state.operationType = operation.operation;
       telemetry?.operation(state);
-      // Queries only: a mutation's variables (contents, above all) rarely come twice.
-      const key = operation.operation === 'query' ? compiledReadKey(operation, variables) : null;
+      // Queries only: a mutation's variables (contents, above all) rarely come twice. By the
+      // read template's key: an ID variable that holds an id of ours counts by its kind only,
+      // as an estimate does not depend on which id it is (an id always coerces to ID), so the
+      // reads of one shape share one estimate however many ids they ask for.
+      const key = operation.operation === 'query' ? (templateKeyOf(operation, variables)?.key ?? null) : null;
       const known = key === null ? undefined : estimates.get(key);
       if (known) {
         state.cost = known;
@@ -301,17 +304,6 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
 const operationNumbers = new WeakMap<OperationDefinitionNode, number>();
 let nextOperationNumber = 0;
 
-/** The last key made: a request asks for it twice in one turn, for its cost and for its compiled read. */
-let lastKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; key: string | null } | null = null;
-
-/** The cache key of an operation with these variables (compiled reads, cost estimates), or null when the variables are too large to be a key. */
-function compiledReadKey(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
-  if (lastKey?.operation === operation && lastKey.variables === variables) return lastKey.key;
-  const key = keyOf(operation, variables);
-  lastKey = { operation, variables, key };
-  return key;
-}
-
 function keyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, slots: readonly IdSlot[] = []): string | null {
   // Only the declared variables count (the others are ignored); values nested too deep to
   // write out (a body may hold thousands of levels) or too long are no key.
@@ -344,8 +336,18 @@ function keyOf(operation: OperationDefinitionNode, variables: Record<string, unk
 /** The ID variables of each operation (compile.ts, idVariablesOf). */
 const idVariables = new WeakMap<OperationDefinitionNode, string[]>();
 
+/** The last template key made: a request asks for it twice in one turn, for its cost and for its compiled read. */
+let lastTemplateKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; keyed: { key: string; slots: IdSlot[] } | null } | null = null;
+
 /** The key of a query's read template (compile.ts) with these variables, and its slots: the ID variables whose values are ids of ours. */
 function templateKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
+  if (lastTemplateKey?.operation === operation && lastTemplateKey.variables === variables) return lastTemplateKey.keyed;
+  const keyed = templateKeyWithSlots(operation, variables);
+  lastTemplateKey = { operation, variables, keyed };
+  return keyed;
+}
+
+function templateKeyWithSlots(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
   let names = idVariables.get(operation);
   if (names === undefined) idVariables.set(operation, (names = idVariablesOf(operation)));
   const slots: IdSlot[] = [];
@@ -353,10 +355,6 @@ function templateKeyOf(operation: OperationDefinitionNode, variables: Record<str
     const value = variables !== undefined && Object.hasOwn(variables, name) ? variables[name] : undefined;
     const kind = typeof value === 'string' ? kindOfId(value) : null;
     if (kind !== null) slots.push({ name, kind });
-  }
-  if (slots.length === 0) {
-    const key = compiledReadKey(operation, variables);
-    return key === null ? null : { key, slots };
   }
   const key = keyOf(operation, variables, slots);
   return key === null ? null : { key, slots };
