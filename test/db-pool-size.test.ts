@@ -96,12 +96,13 @@ describe.skipIf(postgresUrl === undefined)('the database pool, on PostgreSQL', {
 });
 
 describe('how a pool is split', () => {
-  it('gives statements outside transactions a quarter of the connections, at most five, and transactions the rest; a pool of one is shared', () => {
+  it('gives statements outside transactions a quarter of the connections, rounded up, and transactions the rest; a pool of one is shared', () => {
     expect(poolSizes(1)).toEqual({ statements: 0, transactions: 1 });
     expect(poolSizes(2)).toEqual({ statements: 1, transactions: 1 });
     expect(poolSizes(8)).toEqual({ statements: 2, transactions: 6 });
     expect(poolSizes(20)).toEqual({ statements: 5, transactions: 15 });
-    expect(poolSizes(100)).toEqual({ statements: 5, transactions: 95 });
+    expect(poolSizes(100)).toEqual({ statements: 25, transactions: 75 });
+    expect(poolSizes(3)).toEqual({ statements: 1, transactions: 2 });
     for (let size = 1; size <= 200; size += 1) {
       const { statements, transactions } = poolSizes(size);
       expect(statements + transactions).toBe(size);

@@ -84,23 +84,23 @@ export interface DatabaseHandle {
  */
 export const DEFAULT_DB_POOL_SIZE = 20;
 
-/** The most connections of a pool that serve statements outside transactions (see poolSizes). */
-export const MAX_STATEMENT_CONNECTIONS = 5;
-
 /**
  * How a pool of `size` connections is split. Transactions (read snapshots, writes of several
  * statements) hold a connection each from start to end, so they get most of it. Statements
- * outside transactions (compiled reads, one-statement writes, key checks) get a quarter, at
- * most MAX_STATEMENT_CONNECTIONS: postgres.js hands a statement to an idle connection while
- * one is left and pipelines it on a busy one only once none is, so on a pool of 20 each of 32
- * concurrent statements went alone to a backend of its own, one write and one wake-up each;
- * on a few connections they go several to a write, and the backends answer them in turn
- * (`npm run bench`, one run: one memory by id 1.4 ×, a store's memories 1.3 ×, p99 halved).
- * A pool of one connection is not split: statements and transactions take turns on it.
+ * outside transactions (compiled reads, one-statement writes, key checks) get a quarter,
+ * rounded up: postgres.js hands a statement to an idle connection while one is left and
+ * pipelines it on a busy one only once none is, so on a pool of 20 each of 32 concurrent
+ * statements went alone to a backend of its own, one write and one wake-up each; on a few
+ * connections they go several to a write, and the backends answer them in turn (`npm run
+ * bench`, one run: one memory by id 1.2 ×, a store's memories 1.13 ×, the writes 1.1 ×). The
+ * price: a statement waits behind those sent before it on its connection, so while
+ * dashboards keep the database busy a quick read takes a little longer (one memory by id
+ * beside eight clients polling the dashboard, two runs: p50 12–15 ms against 11–13). A pool
+ * of one connection is not split: statements and transactions take turns on it.
  */
 export function poolSizes(size: number): { statements: number; transactions: number } {
   if (size < 2) return { statements: 0, transactions: size };
-  const statements = Math.min(MAX_STATEMENT_CONNECTIONS, Math.ceil(size / 4));
+  const statements = Math.ceil(size / 4);
   return { statements, transactions: size - statements };
 }
 
