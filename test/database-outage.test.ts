@@ -140,7 +140,7 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
       await admin.unsafe(`grant all on all sequences in schema drizzle, public to ${role}`);
       const url = new URL(scratch.url);
       url.username = role;
-      // Three of twelve connections are for statements outside transactions (poolSizes), as these reads are.
+      // Three of twelve connections are for compiled reads (poolSizes), as these reads are.
       limited = await createDb({ databaseUrl: url.toString(), dataDir: 'memory://', poolSize: 12 });
       const limitedApp = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: limited });
       let locked!: () => void;

@@ -90,23 +90,23 @@ describe.skipIf(postgresUrl === undefined)('the database pool, on PostgreSQL', {
     expect(most).toBeLessThanOrEqual(POOL_SIZE + OWN_CONNECTIONS);
 
     const metrics = parsePrometheusText(await (await fetch(new URL('/metrics', url))).text());
-    // One connection for statements outside transactions, one for transactions (poolSizes).
-    expect(Object.fromEntries(metrics.get('memstore_db_pool_size')!.samples.map((sample) => [sample.labels.part, sample.value]))).toEqual({ statements: 1, transactions: 1 });
+    // One connection for compiled reads, one for the rest (poolSizes).
+    expect(Object.fromEntries(metrics.get('memstore_db_pool_size')!.samples.map((sample) => [sample.labels.part, sample.value]))).toEqual({ reads: 1, general: 1 });
   });
 });
 
 describe('how a pool is split', () => {
-  it('gives statements outside transactions a quarter of the connections, rounded up, and transactions the rest; a pool of one is shared', () => {
-    expect(poolSizes(1)).toEqual({ statements: 0, transactions: 1 });
-    expect(poolSizes(2)).toEqual({ statements: 1, transactions: 1 });
-    expect(poolSizes(8)).toEqual({ statements: 2, transactions: 6 });
-    expect(poolSizes(20)).toEqual({ statements: 5, transactions: 15 });
-    expect(poolSizes(100)).toEqual({ statements: 25, transactions: 75 });
-    expect(poolSizes(3)).toEqual({ statements: 1, transactions: 2 });
+  it('gives compiled reads a quarter of the connections, rounded up, and everything else the rest; a pool of one is shared', () => {
+    expect(poolSizes(1)).toEqual({ reads: 0, general: 1 });
+    expect(poolSizes(2)).toEqual({ reads: 1, general: 1 });
+    expect(poolSizes(8)).toEqual({ reads: 2, general: 6 });
+    expect(poolSizes(20)).toEqual({ reads: 5, general: 15 });
+    expect(poolSizes(100)).toEqual({ reads: 25, general: 75 });
+    expect(poolSizes(3)).toEqual({ reads: 1, general: 2 });
     for (let size = 1; size <= 200; size += 1) {
-      const { statements, transactions } = poolSizes(size);
-      expect(statements + transactions).toBe(size);
-      expect(transactions).toBeGreaterThan(0);
+      const { reads, general } = poolSizes(size);
+      expect(reads + general).toBe(size);
+      expect(general).toBeGreaterThan(0);
     }
   });
 });
@@ -127,12 +127,12 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
 
   const backendOf = async (rows: Promise<unknown[]>) => Number((await rows).map((row) => Object.values(row as object)[0])[0]);
 
-  it('pipelines 60 concurrent statements on two connections and runs six transactions at once on six others', async () => {
-    // Statements outside transactions, all sent at once: two backends answer them all.
-    const statementBackends = new Set(await Promise.all(Array.from({ length: 60 }, () => backendOf(handle.run!('select pg_backend_pid() as pid', [])))));
-    expect(statementBackends.size).toBeLessThanOrEqual(2);
+  it('pipelines 60 concurrent compiled reads on two connections, and runs six transactions at once on six others', async () => {
+    // Compiled reads (handle.run), all sent at once: two backends answer them all.
+    const readBackends = new Set(await Promise.all(Array.from({ length: 60 }, () => backendOf(handle.run!('select pg_backend_pid() as pid', [])))));
+    expect(readBackends.size).toBeLessThanOrEqual(2);
     // Six transactions that wait for each other: they can only all finish if each has a
-    // connection of its own at the same time, and none of them is a statements' connection.
+    // connection of its own at the same time, and none of them is a reads' connection.
     let arrived = 0;
     let allArrived!: () => void;
     let release!: () => void;
@@ -150,11 +150,46 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
       ),
     );
     await together;
-    // While all six are open, a statement still gets its answer, from a statements' connection.
-    expect(statementBackends.has(await backendOf(handle.run!('select pg_backend_pid() as pid', [])))).toBe(true);
+    // While all six are open, a read still gets its answer, from a reads' connection.
+    expect(readBackends.has(await backendOf(handle.run!('select pg_backend_pid() as pid', [])))).toBe(true);
     release();
     const transactionBackends = await transactions;
     expect(new Set(transactionBackends).size).toBe(6);
-    expect(transactionBackends.filter((backend) => statementBackends.has(backend))).toEqual([]);
+    expect(transactionBackends.filter((backend) => readBackends.has(backend))).toEqual([]);
+  });
+
+  it('answers compiled reads at once while writes outside transactions wait for a lock another session holds', async () => {
+    const holder = postgres(scratch.url, { max: 1, onnotice: () => {} });
+    const watcher = postgres(scratch.url, { max: 1, onnotice: () => {} });
+    try {
+      await holder.unsafe('create table held (id int primary key, n int)');
+      await holder.unsafe('insert into held values (1, 0)');
+      let locked!: () => void;
+      let release!: () => void;
+      const holding = new Promise<void>((resolve) => (locked = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const lock = holder.begin(async (tx) => {
+        await tx.unsafe('select * from held where id = 1 for update');
+        locked();
+        await released;
+      });
+      await holding;
+      // Six writes (statements outside transactions, as one-statement writes are) wait for the row.
+      const writes = Promise.all(Array.from({ length: 6 }, () => handle.db.execute(sql`update held set n = n + 1 where id = 1`)));
+      const waiting = async () => Number((await watcher.unsafe(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like 'update held%'`))[0]!.n);
+      for (let waited = 0; (await waiting()) < 6 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await waiting()).toBe(6);
+      const started = performance.now();
+      await Promise.all(Array.from({ length: 20 }, () => handle.run!('select 1 as one', [])));
+      const readsMs = performance.now() - started;
+      release();
+      await lock;
+      await writes;
+      expect(readsMs).toBeLessThan(1_000);
+      expect(Number((await holder.unsafe('select n from held where id = 1'))[0]!.n)).toBe(6);
+    } finally {
+      await holder.end();
+      await watcher.end();
+    }
   });
 });

@@ -89,8 +89,8 @@ describe('GET /metrics', () => {
       expect(series.buckets.at(-1)).toEqual([Infinity, series.count]);
     }
 
-    // The test database's pool of 10: 3 connections for statements outside transactions, 7 for transactions (poolSizes).
-    const parts = server.database.handle.kind === 'pglite' ? { all: 1 } : { statements: 3, transactions: 7 };
+    // The test database's pool of 10: 3 connections for compiled reads, 7 for the rest (poolSizes).
+    const parts = server.database.handle.kind === 'pglite' ? { all: 1 } : { reads: 3, general: 7 };
     for (const [part, size] of Object.entries(parts)) {
       expect(metrics.value('memstore_db_pool_size', { part })).toBe(size);
       expect(metrics.value('memstore_db_pool_connections_in_use', { part })).toBe(0);
@@ -149,8 +149,8 @@ describe('GET /metrics', () => {
   it('reports connections held and waiting while transactions hold every connection', async () => {
     const { app } = metricsApp();
     const handle = server.database.handle;
-    // Transactions have a part of the pool of their own on PostgreSQL; PGlite's one connection serves all.
-    const part = handle.kind === 'pglite' ? 'all' : 'transactions';
+    // Transactions take the general part of the pool on PostgreSQL; PGlite's one connection serves all.
+    const part = handle.kind === 'pglite' ? 'all' : 'general';
     const size = (await scrape(app)).value('memstore_db_pool_size', { part });
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));

@@ -85,23 +85,24 @@ export interface DatabaseHandle {
 export const DEFAULT_DB_POOL_SIZE = 20;
 
 /**
- * How a pool of `size` connections is split. Transactions (read snapshots, writes of several
- * statements) hold a connection each from start to end, so they get most of it. Statements
- * outside transactions (compiled reads, one-statement writes, key checks) get a quarter,
- * rounded up: postgres.js hands a statement to an idle connection while one is left and
- * pipelines it on a busy one only once none is, so on a pool of 20 each of 32 concurrent
- * statements went alone to a backend of its own, one write and one wake-up each; on a few
- * connections they go several to a write, and the backends answer them in turn (`npm run
- * bench`, one run: one memory by id 1.2 ×, a store's memories 1.13 ×, the writes 1.1 ×). The
- * price: a statement waits behind those sent before it on its connection, so while
- * dashboards keep the database busy a quick read takes a little longer (one memory by id
- * beside eight clients polling the dashboard, two runs: p50 12–15 ms against 11–13). A pool
- * of one connection is not split: statements and transactions take turns on it.
+ * How a pool of `size` connections is split. Compiled reads (one statement each, that never
+ * waits for a lock a write holds) get a quarter, rounded up: postgres.js hands a statement to
+ * an idle connection while one is left and pipelines it on a busy one only once none is, so
+ * on a pool of 20 each of 32 concurrent reads went alone to a backend of its own, one socket
+ * write and one backend wake-up each; on a few connections they go several to a write, and
+ * the backends answer them in turn (`npm run bench`, one run: one memory by id 1.2 ×, a
+ * store's memories 1.13 ×). The price: a read waits behind those sent before it on its
+ * connection, so while dashboards keep the database busy a quick read takes a little longer
+ * (one memory by id beside eight clients polling the dashboard, two runs: p50 12–15 ms
+ * against 11–13). Everything else — transactions, one-statement writes (which wait for their
+ * store's lock), key checks — takes the rest, each statement on a connection of its own
+ * while one is idle, as before: a write waiting for a lock never holds up a read, nor a
+ * write to another store. A pool of one connection is not split.
  */
-export function poolSizes(size: number): { statements: number; transactions: number } {
-  if (size < 2) return { statements: 0, transactions: size };
-  const statements = Math.ceil(size / 4);
-  return { statements, transactions: size - statements };
+export function poolSizes(size: number): { reads: number; general: number } {
+  if (size < 2) return { reads: 0, general: size };
+  const reads = Math.ceil(size / 4);
+  return { reads, general: size - reads };
 }
 
 export interface DatabaseOptions {
@@ -235,26 +236,23 @@ const beginOptions = new AsyncLocalStorage<string>();
 const READ_SNAPSHOT_BEGIN = 'isolation level repeatable read read only';
 
 function preparingStatements(
-  /** Where statements outside transactions go (inside a transaction: the transaction). */
-  statements: postgres.Sql,
-  /** Where transactions begin (inside a transaction: the transaction, for savepoints). */
-  transactions: postgres.Sql,
-  /** The pools' demand: statements outside transactions, and transactions (null inside a transaction). */
-  demand: { statements: PoolDemand; transactions: PoolDemand } | null,
+  client: postgres.Sql,
+  /** The pool's connections: statements outside transactions, and transactions (null inside a transaction). */
+  demand: PoolDemand | null,
 ): postgres.Sql {
-  return new Proxy(statements, {
+  return new Proxy(client, {
     get(target, property, receiver) {
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], queryOptions?: object) =>
-          watched(target.unsafe(query, parameters as never, { ...queryOptions, prepare: true }), query, demand?.statements ?? null);
+          watched(target.unsafe(query, parameters as never, { ...queryOptions, prepare: true }), query, demand);
       }
       if (property === 'begin') {
         return (...args: unknown[]) => {
-          const end = demand?.transactions.begin();
+          const end = demand?.begin();
           const body = args.pop() as (transaction: postgres.Sql) => unknown;
           const options = args.length === 0 ? beginOptions.getStore() : undefined;
-          const transaction = (transactions.begin as (...beginArgs: unknown[]) => Promise<unknown>)(...(options ? [options] : args), (transaction: postgres.Sql) =>
-            beginOptions.exit(() => body(preparingStatements(transaction, transaction, null))),
+          const transaction = (target.begin as (...beginArgs: unknown[]) => Promise<unknown>)(...(options ? [options] : args), (transaction: postgres.Sql) =>
+            beginOptions.exit(() => body(preparingStatements(transaction, null))),
           );
           if (end) transaction.then(end, end);
           return transaction;
@@ -317,16 +315,17 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
   };
-  const transactions = postgres(databaseUrl, { ...poolOptions, max: sizes.transactions });
-  const pool = sizes.statements === 0 ? transactions : postgres(databaseUrl, { ...poolOptions, max: sizes.statements });
-  const transactionDemand = new PoolDemand(sizes.transactions);
-  const demand = { statements: pool === transactions ? transactionDemand : new PoolDemand(sizes.statements), transactions: transactionDemand };
-  const client = preparingStatements(pool, transactions, demand);
+  const pool = postgres(databaseUrl, { ...poolOptions, max: sizes.general });
+  const reads = sizes.reads === 0 ? pool : postgres(databaseUrl, { ...poolOptions, max: sizes.reads });
+  const demand = new PoolDemand(sizes.general);
+  const readDemand = reads === pool ? demand : new PoolDemand(sizes.reads);
+  const client = preparingStatements(pool, demand);
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
-  // drizzle sets its parsers and serializers (dates as text) on the client it is given: the
-  // statements' pool. Transactions read and write the same types the same way.
-  Object.assign(transactions.options.parsers, pool.options.parsers);
-  Object.assign(transactions.options.serializers, pool.options.serializers);
+  // drizzle sets its parsers and serializers (dates as text) on the client it is given;
+  // compiled reads read the same types the same way.
+  Object.assign(reads.options.parsers, pool.options.parsers);
+  Object.assign(reads.options.serializers, pool.options.serializers);
+  const readClient = reads === pool ? client : preparingStatements(reads, readDemand);
   const pingClient = postgres(databaseUrl, {
     max: 1,
     onnotice: () => {},
@@ -349,11 +348,11 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     // Unprepared statements go to the pool itself: the wrapper prepares everything.
     run: async (text, params, options) => {
       beforeStatement(text, params);
-      return options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand.statements) : client.unsafe(text, params as never[]);
+      return options?.prepare === false ? watched(reads.unsafe(text, params as never[], { prepare: false }), text, readDemand) : readClient.unsafe(text, params as never[]);
     },
     runRaw: async (text, params, options) => {
       beforeStatement(text, params);
-      const query = options?.prepare === false ? watched(pool.unsafe(text, params as never[], { prepare: false }), text, demand.statements) : client.unsafe(text, params as never[]);
+      const query = options?.prepare === false ? watched(reads.unsafe(text, params as never[], { prepare: false }), text, readDemand) : readClient.unsafe(text, params as never[]);
       return (await query.raw()) as unknown as (Uint8Array | null)[][];
     },
     kind: 'postgres',
@@ -361,9 +360,9 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       await pingClient`select 1`;
     },
     readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => readTransaction((tx) => work(tx as unknown as Database))),
-    watchPool: () => partsOf(pool === transactions ? { all: transactionDemand } : demand),
+    watchPool: () => partsOf(reads === pool ? { all: demand } : { reads: readDemand, general: demand }),
     listen: async (channel, onNotify) => {
-      const { unlisten } = await transactions.listen(channel, () => onNotify());
+      const { unlisten } = await pool.listen(channel, () => onNotify());
       return async () => {
         if (!closed) await unlisten();
       };
@@ -372,7 +371,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       if (closed) return;
       closed = true;
       announcer.close();
-      await Promise.all([pool.end({ timeout: 5 }), pool === transactions ? null : transactions.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
+      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
     },
   };
 }
