@@ -8,6 +8,7 @@ import { corsSetting } from './http/cors.js';
 import { useForwardRest } from './http/forward-rest.js';
 import { graphiqlSetting, renderGraphiQL, useGraphiQLAssets } from './http/graphiql.js';
 import { useLeanPath } from './http/lean-path.js';
+import { attachNativeFront } from './http/native-front.js';
 import { Metrics, useMetricsRoute } from './http/metrics.js';
 import { createPipeline } from './http/pipeline.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -32,10 +33,8 @@ export function eventHubOf(app: App): EventHub {
 export type App = YogaServerInstance<Record<string, never>, Context>;
 
 /**
- * The Yoga instance: GraphQL at /graphql (GraphiQL for browsers when enabled), /healthz,
- * /readyz, /schema.graphql, /metrics (when configured) and the Forward REST API under
- * /api/v1/forward (http/forward-rest.ts). Every GraphQL request passes the stages of http/pipeline.ts, on the lean path or
- * through Yoga. Tests call `app.fetch`; only src/server.ts listens.
+ * The Yoga instance: /graphql (GraphiQL when enabled), /healthz, /readyz, /schema.graphql, /metrics (when configured), the Forward REST API (http/forward-rest.ts).
+ * GraphQL requests pass http/pipeline.ts's stages on the lean path or through Yoga. Tests call `app.fetch`; src/server.ts listens through the native front.
  */
 export function createApp(options: AppOptions): App {
   const { config, database } = options;
@@ -95,5 +94,6 @@ export function createApp(options: AppOptions): App {
     context: yogaContext(pipeline) as never,
   });
   eventHubs.set(app, hub);
+  attachNativeFront(app, pipeline, options.leanPath !== false);
   return app;
 }

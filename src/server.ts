@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
 import { createApp, eventHubOf, type AppOptions } from './app.js';
+import { requestListenerOf } from './http/native-front.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/client.js';
 import { describeDatabaseOpenFailure } from './db/open-errors.js';
@@ -90,7 +91,7 @@ export async function main(app: Pick<AppOptions, 'leanPath'> = {}): Promise<void
   if (config.tracing) logger.info('exporting traces', { url: config.tracing.tracesUrl, protocol: config.tracing.protocol });
   const sharedLimits = config.redisUrl ? openSharedLimits(config.redisUrl, config.rateLimit, config.maxSubscriptionsPerKey, logger) : null;
   const yoga = createApp({ config, database, logger, developmentKey, persistedDocuments, tracing, sharedLimits, ...app });
-  const server = createServer(yoga);
+  const server = createServer(requestListenerOf(yoga));
   // graphql-ws on the same port and path (/graphql).
   const webSocket = attachWebSocket(server, yoga, logger);
   // Slow senders (slowloris) hold a socket only so long.

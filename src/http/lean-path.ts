@@ -84,7 +84,34 @@ function plainOperation(pipeline: RequestPipeline, body: unknown): PlainOperatio
   return { query, variables: (variables ?? undefined) as Record<string, unknown> | undefined, operationName: operationName || undefined };
 }
 
+type FetchAPI = { Request: typeof Request; Response: typeof Response };
+type Respond = (response: Response) => void;
+
+/** The lean path's handling of one request: it answers through `endResponse`, or leaves it (through `setRequest` when it read the body) to Yoga. */
+export interface LeanPath {
+  handle(request: Request, url: URL, fetchAPI: FetchAPI, endResponse: Respond, setRequest: (request: Request) => void): Promise<void>;
+}
+
+const leanPaths = new WeakMap<RequestPipeline, LeanPath>();
+
+/** The lean path of a pipeline: one for its Yoga plugin and its native front (native-front.ts). */
+export function leanPathOf(pipeline: RequestPipeline): LeanPath {
+  let lean = leanPaths.get(pipeline);
+  if (lean === undefined) leanPaths.set(pipeline, (lean = createLeanPath(pipeline)));
+  return lean;
+}
+
+/** The lean path as a Yoga plugin: it sees every request first after the lifecycle and the other routes (yoga-stages.ts). */
 export function useLeanPath(pipeline: RequestPipeline): Plugin {
+  const lean = leanPathOf(pipeline);
+  return {
+    async onRequest({ request, url, endResponse, setRequest, fetchAPI }) {
+      await lean.handle(request, url, fetchAPI as FetchAPI, endResponse, setRequest);
+    },
+  };
+}
+
+function createLeanPath(pipeline: RequestPipeline): LeanPath {
   const respond = (request: Request, result: ExecutionResult, mediaType: ResultMediaType, fetchAPI: { Response: typeof Response }) => {
     if (result.errors?.length) result = { ...result, errors: pipeline.mask(request, result.errors) };
     const extensions = pipeline.extensions(request);
@@ -92,8 +119,6 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
     return processRegularResult(result, fetchAPI as never, mediaType) as Response;
   };
 
-  type Respond = (response: Response) => void;
-  type FetchAPI = { Request: typeof Request; Response: typeof Response };
 
   /** Runs a plain operation of a valid document and answers it: a compiled read, a 304, or the resolvers' result. */
   const run = async (request: Request, operation: PlainOperation, document: DocumentNode, selected: OperationDefinitionNode, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond) => {
@@ -221,7 +246,7 @@ export function useLeanPath(pipeline: RequestPipeline): Plugin {
   };
 
   return {
-    async onRequest({ request, url, endResponse, setRequest, fetchAPI }) {
+    async handle(request, url, fetchAPI, endResponse, setRequest) {
       if (url.pathname !== '/graphql') return;
       if (request.method === 'GET') {
         const mediaType = resultMediaType(request);

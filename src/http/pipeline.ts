@@ -167,6 +167,9 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     maxBodyBytes: options.maxBodyBytes,
     states,
     arrive(request) {
+      // A request the native front (native-front.ts) handed to Yoga arrived there already.
+      const handedOver = states.known(request);
+      if (handedOver) return handedOver;
       stage(request, 'arrive');
       const state = states.of(request);
       telemetry?.arrive(request, state);

@@ -50,6 +50,11 @@ export class RequestStates {
     return state;
   }
 
+  /** The state of a request already seen, if any. */
+  known(request: Request): RequestState | undefined {
+    return this.states.get(request);
+  }
+
   /** A request made to stand for another (the same body, read once) carries its state. */
   adopt(original: Request, replacement: Request): void {
     this.states.set(replacement, this.of(original));
