@@ -4,6 +4,7 @@ import net from 'node:net';
 import { and, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
+import { requestListenerOf } from '../src/http/native-front.js';
 import { memories, sessions, workspaces } from '../src/db/schema.js';
 import { createLogger } from '../src/logger.js';
 import { createMemory, createStore, newPair, startSession } from './support/builders.js';
@@ -53,7 +54,10 @@ describe('metadata keys', () => {
 });
 
 describe('a client that goes away in the middle of its body', () => {
-  it('leaves one debug line per request in the log, and nothing at error level', async () => {
+  it.each([
+    ['through Yoga', (app: ReturnType<typeof createApp>) => app as unknown as http.RequestListener],
+    ['through the native front', (app: ReturnType<typeof createApp>) => requestListenerOf(app)],
+  ])('leaves one debug line per request in the log, and nothing at error level (%s)', async (_path, listenerOf) => {
     const client = await server.newWorkspace();
     const lines: string[] = [];
     const app = createApp({
@@ -61,7 +65,7 @@ describe('a client that goes away in the middle of its body', () => {
       database: server.database.handle,
       logger: createLogger('debug', (line) => lines.push(line)),
     });
-    const listener = http.createServer(app);
+    const listener = http.createServer(listenerOf(app));
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     const { port } = listener.address() as AddressInfo;
     try {

@@ -163,7 +163,6 @@ function send(response: FrontResponse, res: ServerResponse): void {
 
 /** The light request the lean path reads: headers, method, URL, the client's going away, the body. */
 function frontRequest(message: IncomingMessage, res: ServerResponse, url: string): Request {
-  let signal: AbortSignal | undefined;
   const body = message.method === 'POST' ? { getReader: () => bodyReader(message) } : null;
   return {
     method: message.method!,
@@ -171,16 +170,17 @@ function frontRequest(message: IncomingMessage, res: ServerResponse, url: string
     headers: new MessageHeaders(message),
     body,
     bodyUsed: false,
-    get signal(): AbortSignal {
-      if (signal === undefined) {
-        const controller = new AbortController();
-        signal = controller.signal;
-        const gone = () => {
-          if (!res.writableFinished) controller.abort();
-        };
-        res.once('close', gone);
-      }
-      return signal;
+    // What the request's time limit listens to (request-timeout.ts): the client going away
+    // before its answer is out. An AbortController per request costs more than the rest of
+    // the front; this signal tells only that.
+    signal: {
+      get aborted() {
+        return res.destroyed && !res.writableFinished;
+      },
+      addEventListener(type: string, listener: () => void) {
+        if (type === 'abort') res.once('close', () => res.writableFinished || listener());
+      },
+      removeEventListener() {},
     },
   } as unknown as Request;
 }
