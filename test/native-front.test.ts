@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { requestListenerOf } from '../src/http/native-front.js';
@@ -115,6 +115,22 @@ describe('the native front', () => {
       expect(stages.every((entry) => entry.light), exchange.name).toBe(exchange.front);
       expect(stages.filter((entry) => entry.stage === 'depart'), exchange.name).toHaveLength(1);
     }
+  });
+
+  it('leaves a request whose Host makes no URL to Yoga, and answers it as Yoga alone does', async () => {
+    const statusLine = (at: Server, host: string) =>
+      new Promise<string>((resolve) => {
+        const body = '{"query":"{ __typename }"}';
+        const socket = net.connect((at.address() as AddressInfo).port, '127.0.0.1', () =>
+          socket.write(`POST /graphql HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`),
+        );
+        let received = '';
+        socket.on('data', (chunk) => (received += chunk));
+        socket.on('close', () => resolve(received.split('\r\n')[0]!));
+      });
+    for (const host of ['bad host', '[::1', 'a/b']) expect(await statusLine(withFront, host), host).toBe(await statusLine(yogaOnly, host));
+    // And the server is still there.
+    expect((await fetch(`${base(withFront)}/healthz`)).status).toBe(200);
   });
 
   it('revalidates a conditional request with a 304, as Yoga alone does', async () => {

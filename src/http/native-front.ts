@@ -185,15 +185,27 @@ function frontRequest(message: IncomingMessage, res: ServerResponse, url: string
   } as unknown as Request;
 }
 
-/** Whether a request may take the front: what the lean path answers, from a client that needs no CORS headers. */
-function eligible(message: IncomingMessage, maxBodyBytes: number): boolean {
-  if (message.headers.origin !== undefined) return false;
+/**
+ * The URL of a request the front may take — what the lean path answers, from a client that
+ * needs no CORS headers — or null for Yoga (also when its Host makes no URL: Yoga answers it).
+ */
+function frontUrl(message: IncomingMessage, maxBodyBytes: number): URL | null {
+  if (message.headers.origin !== undefined) return null;
   const path = message.url ?? '';
-  if (message.method === 'GET') return path === '/graphql' || path.startsWith('/graphql?');
-  if (message.method !== 'POST' || path !== '/graphql') return false;
-  // A body of a declared length within the limit: one that is larger, or streamed without a length, is Yoga's to refuse or read.
-  const declared = message.headers['content-length'];
-  return declared !== undefined && /^\d{1,10}$/.test(declared) && Number(declared) <= maxBodyBytes;
+  if (message.method === 'GET') {
+    if (path !== '/graphql' && !path.startsWith('/graphql?')) return null;
+  } else {
+    if (message.method !== 'POST' || path !== '/graphql') return null;
+    // A body of a declared length within the limit: one that is larger, or streamed without a length, is Yoga's to refuse or read.
+    const declared = message.headers['content-length'];
+    if (declared === undefined || !/^\d{1,10}$/.test(declared) || Number(declared) > maxBodyBytes) return null;
+  }
+  try {
+    const url = new URL(`http://${headerValue(message.headers.host) ?? 'localhost'}${path}`);
+    return url.pathname === '/graphql' ? url : null;
+  } catch {
+    return null;
+  }
 }
 
 type Listener = (message: IncomingMessage, res: ServerResponse) => void;
@@ -230,12 +242,12 @@ function nativeFront(app: YogaServer, pipeline: RequestPipeline, lean: LeanPath)
     );
   };
   return (message, res) => {
-    if (!eligible(message, pipeline.maxBodyBytes)) {
+    const parsed = frontUrl(message, pipeline.maxBodyBytes);
+    if (parsed === null) {
       void app(message, res);
       return;
     }
-    const host = headerValue(message.headers.host) ?? 'localhost';
-    const url = `http://${host}${message.url}`;
+    const url = parsed.href;
     const request = frontRequest(message, res, url);
     pipeline.arrive(request);
     let answered = false;
@@ -247,7 +259,7 @@ function nativeFront(app: YogaServer, pipeline: RequestPipeline, lean: LeanPath)
       send(front, res);
     };
     lean
-      .handle(request, new URL(url), fetchAPI as never, endResponse, (next) => (replacement = next))
+      .handle(request, parsed, fetchAPI as never, endResponse, (next) => (replacement = next))
       .then(
         () => {
           if (answered) return;
