@@ -233,13 +233,14 @@ function nativeFront(app: YogaServer, pipeline: RequestPipeline, lean: LeanPath)
   const fetchAPI = { Request: app.fetchAPI.Request, Response: FrontResponse as unknown as typeof Response };
   const handOver = (message: IncomingMessage, res: ServerResponse, request: Request) => {
     const serverContext = { req: message, res, waitUntil: () => {} };
-    void Promise.resolve(app.handleRequest(request, serverContext as never)).then(
-      (response) => sendNodeResponse(response, res, message, true),
-      () => {
+    void Promise.resolve()
+      .then(() => app.handleRequest(request, serverContext as never))
+      .then((response) => sendNodeResponse(response, res, message, true))
+      // Yoga answers its own errors; a failure past them (its response cut off) ends the response.
+      .catch(() => {
         if (!res.headersSent) res.statusCode = 500;
-        res.end();
-      },
-    );
+        if (!res.writableEnded) res.end();
+      });
   };
   return (message, res) => {
     const parsed = frontUrl(message, pipeline.maxBodyBytes);
@@ -258,24 +259,28 @@ function nativeFront(app: YogaServer, pipeline: RequestPipeline, lean: LeanPath)
       pipeline.depart(request, response);
       send(front, res);
     };
+    // Anything that goes wrong outside the lean path's own answers is an error of ours:
+    // masked and logged as Yoga's would be, and never an exception out of this listener.
+    const fail = (error: unknown) => {
+      try {
+        if (answered) throw error;
+        const masked = pipeline.mask(request, [error instanceof GraphQLError ? error : new GraphQLError('Unexpected error.', { originalError: error as Error })]);
+        endResponse(new FrontResponse(JSON.stringify({ errors: masked }), { status: 500, headers: { 'content-type': 'application/json; charset=utf-8' } }) as unknown as Response);
+      } catch {
+        if (!res.writableEnded) res.destroy();
+      }
+    };
     lean
       .handle(request, parsed, fetchAPI as never, endResponse, (next) => (replacement = next))
-      .then(
-        () => {
-          if (answered) return;
-          // Not the lean path's: Yoga answers, with this request's state, and the body the lean
-          // path read (then it made the replacement), or else the message's own, unread.
-          const unread = message.method === 'POST' ? { body: message as never, duplex: 'half' } : {};
-          const next = replacement ?? new app.fetchAPI.Request(url, { method: message.method, headers: request.headers as never, signal: request.signal, ...unread } as RequestInit);
-          if (next !== replacement) pipeline.states.adopt(request, next);
-          handOver(message, res, next);
-        },
-        (error: unknown) => {
-          // The lean path answers its own errors; anything else is an error of ours, masked and logged as Yoga's would be.
-          if (answered) return;
-          const masked = pipeline.mask(request, [error instanceof GraphQLError ? error : new GraphQLError('Unexpected error.', { originalError: error as Error })]);
-          endResponse(new FrontResponse(JSON.stringify({ errors: masked }), { status: 500, headers: { 'content-type': 'application/json; charset=utf-8' } }) as unknown as Response);
-        },
-      );
+      .then(() => {
+        if (answered) return;
+        // Not the lean path's: Yoga answers, with this request's state, and the body the lean
+        // path read (then it made the replacement), or else the message's own, unread.
+        const unread = message.method === 'POST' ? { body: message as never, duplex: 'half' } : {};
+        const next = replacement ?? new app.fetchAPI.Request(url, { method: message.method, headers: request.headers as never, signal: request.signal, ...unread } as RequestInit);
+        if (next !== replacement) pipeline.states.adopt(request, next);
+        handOver(message, res, next);
+      })
+      .catch(fail);
   };
 }
