@@ -326,6 +326,11 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   Object.assign(reads.options.parsers, pool.options.parsers);
   Object.assign(reads.options.serializers, pool.options.serializers);
   const readClient = reads === pool ? client : preparingStatements(reads, readDemand);
+  /** A compiled read on the reads' connections: prepared by the wrapper, or unprepared (then watched here). */
+  const read = (text: string, params: unknown[], runOptions: RunOptions | undefined) => {
+    beforeStatement(text, params);
+    return runOptions?.prepare === false ? watched(reads.unsafe(text, params as never[], { prepare: false }), text, readDemand) : readClient.unsafe(text, params as never[]);
+  };
   const pingClient = postgres(databaseUrl, {
     max: 1,
     onnotice: () => {},
@@ -345,16 +350,8 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   let closed = false;
   return {
     db,
-    // Unprepared statements go to the pool itself: the wrapper prepares everything.
-    run: async (text, params, options) => {
-      beforeStatement(text, params);
-      return options?.prepare === false ? watched(reads.unsafe(text, params as never[], { prepare: false }), text, readDemand) : readClient.unsafe(text, params as never[]);
-    },
-    runRaw: async (text, params, options) => {
-      beforeStatement(text, params);
-      const query = options?.prepare === false ? watched(reads.unsafe(text, params as never[], { prepare: false }), text, readDemand) : readClient.unsafe(text, params as never[]);
-      return (await query.raw()) as unknown as (Uint8Array | null)[][];
-    },
+    run: async (text, params, options) => read(text, params, options),
+    runRaw: async (text, params, options) => (await read(text, params, options).raw()) as unknown as (Uint8Array | null)[][],
     kind: 'postgres',
     ping: async () => {
       await pingClient`select 1`;

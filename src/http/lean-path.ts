@@ -119,7 +119,6 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
     return processRegularResult(result, fetchAPI as never, mediaType) as Response;
   };
 
-
   /** Runs a plain operation of a valid document and answers it: a compiled read, a 304, or the resolvers' result. */
   const run = async (request: Request, operation: PlainOperation, document: DocumentNode, selected: OperationDefinitionNode, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond) => {
     let deadline: Deadline | undefined;

@@ -27,9 +27,8 @@ function headerValue(value: string | string[] | undefined): string | null {
 class FrontHeaders {
   private readonly values = new Map<string, string>();
 
-  constructor(init?: Record<string, string> | Iterable<[string, string]>) {
-    if (!init) return;
-    for (const [name, value] of Symbol.iterator in init ? (init as Iterable<[string, string]>) : Object.entries(init)) this.set(name, value);
+  constructor(init: Record<string, string> = {}) {
+    for (const [name, value] of Object.entries(init)) this.set(name, value);
   }
 
   get(name: string): string | null {
