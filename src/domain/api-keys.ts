@@ -1,6 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import { and, count, eq, getTableColumns, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
+import { lockFreeReads } from '../db/pool-parts.js';
 import { apiKeys, workspaces } from '../db/schema.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { isIdOfKind, newId } from './ids.js';
@@ -86,8 +87,10 @@ export function isWellFormedToken(token: string): boolean {
 
 export async function authenticate(db: Database, token: string): Promise<Viewer | null> {
   if (!isWellFormedToken(token)) return null;
-  let lookup = keyLookups.get(db);
-  if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(db)));
+  // A lookup never waits for a lock: it may be pipelined with compiled reads (pool-parts.ts).
+  const on = lockFreeReads(db);
+  let lookup = keyLookups.get(on);
+  if (!lookup) keyLookups.set(on, (lookup = prepareKeyLookup(on)));
   const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
   return key ? viewerOf(key) : null;
 }

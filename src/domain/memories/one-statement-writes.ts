@@ -1,6 +1,7 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import { writeEnded } from '../../db/announcements.js';
 import { rowsOf, type Database } from '../../db/client.js';
+import { executeOneStatementWrite } from '../../db/pool-parts.js';
 import { memories, memoryVersions } from '../../db/schema.js';
 import { recordEventsOf } from '../events.js';
 import { newId } from '../ids.js';
@@ -53,7 +54,7 @@ function insertVersionsOf(source: string, version: { id: string; operation: Memo
 /** Runs a one-statement write and announces its end, whether it wrote, wrote nothing or failed. */
 async function endingWrite(db: Database, statement: SQL) {
   try {
-    return await db.execute(statement);
+    return await executeOneStatementWrite(db, statement);
   } finally {
     writeEnded(db);
   }
