@@ -15,6 +15,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
+import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { generateToken } from '../../src/domain/api-keys.js';
 import { createScratchPostgresDatabase } from '../support/database.js';
@@ -54,6 +55,10 @@ export interface FanOutReport {
 }
 
 const MEMORIES = 200;
+const UPDATE = 'mutation($id: ID!, $c: String!) { updateMemory(input: { id: $id, content: $c }) { ... on UpdateMemorySuccess { memory { latestVersion { id } } } } }';
+interface UpdateAnswer {
+  data?: { updateMemory?: { memory?: { latestVersion?: { id: string } } } };
+}
 
 export async function measureFanOut(options: FanOutOptions): Promise<FanOutReport> {
   const { subscribers: SUBSCRIBERS, seconds: SECONDS, writers: WRITERS } = options;
@@ -106,24 +111,41 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
       return { result, cpu };
     }
 
-    /** Runs the write load; the time each written version's response arrived, by version id. */
+    /**
+     * Runs the write load, through autocannon as W1 runs (a lighter client than fetch: the
+     * writers share their core with the subscribers); the time each written version's
+     * response arrived, by version id.
+     */
     async function writeLoad(seconds: number): Promise<{ perSecond: number; committed: Record<string, number> }> {
       const committed: Record<string, number> = {};
-      const until = performance.now() + seconds * 1000;
       let writes = 0;
-      await Promise.all(
-        Array.from({ length: WRITERS }, async () => {
-          while (performance.now() < until) {
-            const id = memories[Math.floor(Math.random() * memories.length)]!;
-            const content = randomBytes(512 + Math.floor(Math.random() * 1536)).toString('hex');
-            const data = await post('mutation($id: ID!, $c: String!) { updateMemory(input: { id: $id, content: $c }) { ... on UpdateMemorySuccess { memory { latestVersion { id } } } } }', { id, c: content });
-            const versionId = data.data?.updateMemory?.memory?.latestVersion?.id;
-            if (versionId) {
-              committed[versionId] = now();
-              writes += 1;
-            }
-          }
-        }),
+      await new Promise<autocannon.Result>((resolve, reject) =>
+        autocannon(
+          {
+            url,
+            connections: WRITERS,
+            duration: seconds,
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+            requests: [
+              {
+                method: 'POST',
+                setupRequest: (request) => {
+                  const id = memories[Math.floor(Math.random() * memories.length)]!;
+                  const content = randomBytes(512 + Math.floor(Math.random() * 1536)).toString('hex');
+                  return { ...request, body: JSON.stringify({ query: UPDATE, variables: { id, c: content } }) };
+                },
+                onResponse: (status, body) => {
+                  const versionId = status === 200 ? (JSON.parse(body) as UpdateAnswer).data?.updateMemory?.memory?.latestVersion?.id : undefined;
+                  if (versionId) {
+                    committed[versionId] = now();
+                    writes += 1;
+                  }
+                },
+              },
+            ],
+          },
+          (error, result) => (error ? reject(error) : resolve(result)),
+        ),
       );
       return { perSecond: writes / seconds, committed };
     }
