@@ -4,8 +4,8 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { createDb, type DatabaseHandle } from '../src/db/client.js';
-import { executeOneStatementWrite, lockFreeReads, PIPELINED_WRITE_LOCK_TIMEOUT_MS, poolSizes } from '../src/db/pool-parts.js';
+import { createDb, poolSizes, type DatabaseHandle } from '../src/db/client.js';
+import { lockFreeReads } from '../src/db/pool-parts.js';
 import { generateToken } from '../src/domain/api-keys.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { startServerProcess, type ServerProcess } from './support/process.js';
@@ -97,20 +97,17 @@ describe.skipIf(postgresUrl === undefined)('the database pool, on PostgreSQL', {
 });
 
 describe('how a pool is split', () => {
-  it('gives compiled reads and key lookups a quarter of the connections, rounded up, one-statement writes a quarter, rounded down, and everything else the rest; a pool of one is shared', () => {
-    expect(poolSizes(1)).toEqual({ reads: 0, writes: 0, general: 1 });
-    expect(poolSizes(2)).toEqual({ reads: 1, writes: 0, general: 1 });
-    expect(poolSizes(3)).toEqual({ reads: 1, writes: 0, general: 2 });
-    expect(poolSizes(4)).toEqual({ reads: 1, writes: 1, general: 2 });
-    expect(poolSizes(5)).toEqual({ reads: 2, writes: 1, general: 2 });
-    expect(poolSizes(8)).toEqual({ reads: 2, writes: 2, general: 4 });
-    expect(poolSizes(20)).toEqual({ reads: 5, writes: 5, general: 10 });
-    expect(poolSizes(100)).toEqual({ reads: 25, writes: 25, general: 50 });
+  it('gives compiled reads and key lookups a quarter of the connections, rounded up, and everything else the rest; a pool of one is shared', () => {
+    expect(poolSizes(1)).toEqual({ reads: 0, general: 1 });
+    expect(poolSizes(2)).toEqual({ reads: 1, general: 1 });
+    expect(poolSizes(8)).toEqual({ reads: 2, general: 6 });
+    expect(poolSizes(20)).toEqual({ reads: 5, general: 15 });
+    expect(poolSizes(100)).toEqual({ reads: 25, general: 75 });
+    expect(poolSizes(3)).toEqual({ reads: 1, general: 2 });
     for (let size = 1; size <= 200; size += 1) {
-      const { reads, writes, general } = poolSizes(size);
-      expect(reads + writes + general).toBe(size);
+      const { reads, general } = poolSizes(size);
+      expect(reads + general).toBe(size);
       expect(general).toBeGreaterThan(0);
-      expect(general).toBeGreaterThanOrEqual(reads);
     }
   });
 });
@@ -121,7 +118,6 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
 
   beforeAll(async () => {
     scratch = await createScratchPostgresDatabase();
-    // Two connections for compiled reads, two for one-statement writes, four for the rest.
     handle = await createDb({ databaseUrl: scratch.url, dataDir: 'memory://', poolSize: 8 });
   });
 
@@ -132,13 +128,13 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
 
   const backendOf = async (rows: Promise<unknown[]>) => Number((await rows).map((row) => Object.values(row as object)[0])[0]);
 
-  it('pipelines 60 concurrent compiled reads on two connections, and runs four transactions at once on four others', async () => {
+  it('pipelines 60 concurrent compiled reads on two connections, and runs six transactions at once on six others', async () => {
     // Compiled reads (handle.run), all sent at once: two backends answer them all.
     const readBackends = new Set(await Promise.all(Array.from({ length: 60 }, () => backendOf(handle.run!('select pg_backend_pid() as pid', [])))));
     expect(readBackends.size).toBeLessThanOrEqual(2);
     // Key lookups, which never wait for a lock either, go there too.
     expect(readBackends.has(await backendOf(lockFreeReads(handle.db).execute(sql`select pg_backend_pid() as pid`) as unknown as Promise<unknown[]>))).toBe(true);
-    // Four transactions that wait for each other: they can only all finish if each has a
+    // Six transactions that wait for each other: they can only all finish if each has a
     // connection of its own at the same time, and none of them is a reads' connection.
     let arrived = 0;
     let allArrived!: () => void;
@@ -146,22 +142,22 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
     const together = new Promise<void>((resolve) => (allArrived = resolve));
     const released = new Promise<void>((resolve) => (release = resolve));
     const transactions = Promise.all(
-      Array.from({ length: 4 }, () =>
+      Array.from({ length: 6 }, () =>
         handle.db.transaction(async (tx) => {
           const backend = await backendOf(tx.execute(sql`select pg_backend_pid() as pid`) as unknown as Promise<unknown[]>);
           arrived += 1;
-          if (arrived === 4) allArrived();
+          if (arrived === 6) allArrived();
           await released;
           return backend;
         }),
       ),
     );
     await together;
-    // While all four are open, a read still gets its answer, from a reads' connection.
+    // While all six are open, a read still gets its answer, from a reads' connection.
     expect(readBackends.has(await backendOf(handle.run!('select pg_backend_pid() as pid', [])))).toBe(true);
     release();
     const transactionBackends = await transactions;
-    expect(new Set(transactionBackends).size).toBe(4);
+    expect(new Set(transactionBackends).size).toBe(6);
     expect(transactionBackends.filter((backend) => readBackends.has(backend))).toEqual([]);
   });
 
@@ -181,12 +177,11 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
         await released;
       });
       await holding;
-      // Four writes (statements drizzle sends outside transactions) wait for the row, one on
-      // each general connection.
-      const writes = Promise.all(Array.from({ length: 4 }, () => handle.db.execute(sql`update held set n = n + 1 where id = 1`)));
+      // Six writes (statements outside transactions, as one-statement writes are) wait for the row.
+      const writes = Promise.all(Array.from({ length: 6 }, () => handle.db.execute(sql`update held set n = n + 1 where id = 1`)));
       const waiting = async () => Number((await watcher.unsafe(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like 'update held%'`))[0]!.n);
-      for (let waited = 0; (await waiting()) < 4 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(await waiting()).toBe(4);
+      for (let waited = 0; (await waiting()) < 6 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await waiting()).toBe(6);
       const started = performance.now();
       await Promise.all(Array.from({ length: 20 }, () => handle.run!('select 1 as one', [])));
       const readsMs = performance.now() - started;
@@ -194,60 +189,7 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
       await lock;
       await writes;
       expect(readsMs).toBeLessThan(1_000);
-      expect(Number((await holder.unsafe('select n from held where id = 1'))[0]!.n)).toBe(4);
-    } finally {
-      await holder.end();
-      await watcher.end();
-    }
-  });
-
-  it('lets a one-statement write that waits for a lock hold up the writes pipelined behind it for a moment only, then waits for the lock on a connection of its own', async () => {
-    const holder = postgres(scratch.url, { max: 1, onnotice: () => {} });
-    const watcher = postgres(scratch.url, { max: 1, onnotice: () => {} });
-    try {
-      await holder.unsafe('create table counted (id int primary key, n int)');
-      await holder.unsafe('insert into counted values (1, 0), (2, 0)');
-      let locked!: () => void;
-      let release!: () => void;
-      const holding = new Promise<void>((resolve) => (locked = resolve));
-      const released = new Promise<void>((resolve) => (release = resolve));
-      const lock = holder.begin(async (tx) => {
-        await tx.unsafe('select * from counted where id = 1 for update');
-        locked();
-        await released;
-      });
-      await holding;
-      // Four writes of the held row, on the writes' two connections (two each), then forty
-      // writes of another row pipelined behind them.
-      const waitingWrites = Promise.all(Array.from({ length: 4 }, () => executeOneStatementWrite(handle.db, sql`update counted set n = n + 1 where id = 1`)));
-      const started = performance.now();
-      const others = Promise.all(Array.from({ length: 40 }, () => executeOneStatementWrite(handle.db, sql`update counted set n = n + 1 where id = 2`)));
-      // (Waiting at most 2 s, so that a failure is this test's answer, not its time limit.)
-      const othersMs = await Promise.race([others.then(() => performance.now() - started), new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), 2_000))]);
-      // The four gave up on the pipelined connections and wait on general ones: the writes'
-      // own connections wait for nothing.
-      const waiting = async () =>
-        (await watcher.unsafe(`select backend_type, wait_event_type, query from pg_stat_activity where datname = current_database() and query like 'update counted%'`)) as unknown as {
-          wait_event_type: string | null;
-        }[];
-      for (let waited = 0; (await waiting()).filter((row) => row.wait_event_type === 'Lock').length < 4 && waited < 2_000; waited += 20) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      const lockWaits = (await waiting()).filter((row) => row.wait_event_type === 'Lock').length;
-      await new Promise((resolve) => setTimeout(resolve, 3 * PIPELINED_WRITE_LOCK_TIMEOUT_MS));
-      const quick = performance.now();
-      const one = executeOneStatementWrite(handle.db, sql`update counted set n = n + 1 where id = 2`);
-      const afterMs = await Promise.race([one.then(() => performance.now() - quick), new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), 2_000))]);
-      release();
-      await lock;
-      await Promise.all([waitingWrites, others, one]);
-      expect(othersMs).toBeLessThan(1_000);
-      expect(lockWaits).toBe(4);
-      expect(afterMs).toBeLessThan(PIPELINED_WRITE_LOCK_TIMEOUT_MS);
-      expect((await holder.unsafe('select id, n from counted order by id')).map((row) => [row.id, row.n])).toEqual([
-        [1, 4],
-        [2, 41],
-      ]);
+      expect(Number((await holder.unsafe('select n from held where id = 1'))[0]!.n)).toBe(6);
     } finally {
       await holder.end();
       await watcher.end();

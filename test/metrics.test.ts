@@ -89,8 +89,8 @@ describe('GET /metrics', () => {
       expect(series.buckets.at(-1)).toEqual([Infinity, series.count]);
     }
 
-    // The test database's pool of 10: 3 connections for compiled reads and key lookups, 2 for one-statement writes, 5 for the rest (poolSizes).
-    const parts = server.database.handle.kind === 'pglite' ? { all: 1 } : { reads: 3, writes: 2, general: 5 };
+    // The test database's pool of 10: 3 connections for compiled reads, 7 for the rest (poolSizes).
+    const parts = server.database.handle.kind === 'pglite' ? { all: 1 } : { reads: 3, general: 7 };
     for (const [part, size] of Object.entries(parts)) {
       expect(metrics.value('memstore_db_pool_size', { part })).toBe(size);
       expect(metrics.value('memstore_db_pool_connections_in_use', { part })).toBe(0);

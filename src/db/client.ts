@@ -15,7 +15,7 @@ import { checkDeadline, observeStatement } from './deadline.js';
 import { recordStatement } from './statement-count.js';
 import { PGLITE_PREPARED_TEXTS, preparedStatements } from './pglite-prepared.js';
 import { oneStatementAtATime } from './pglite-statements.js';
-import { isLockTimeout, PIPELINED_WRITE_LOCK_TIMEOUT_MS, poolSizes, registerPipelines } from './pool-parts.js';
+import { registerLockFreeReads } from './pool-parts.js';
 import { PoolDemand, type PoolPart, type PoolUses, type StatementDone } from './statement-observer.js';
 
 /** `MEMSTORE_DATA_DIR=memory://` keeps the embedded database in memory (gone at exit). */
@@ -81,10 +81,30 @@ export interface DatabaseHandle {
  * snapshot, so many such reads at once need many; one-statement reads and writes need few,
  * as statements beyond the open connections are pipelined on them. Measured with `npm run
  * bench` (one run, 10 against 20): one-statement reads 8–14 % faster at 10, folder listings
- * 13 % slower and the dashboard's p99 1.9 × as long; so 20, split as poolSizes() says
- * (./pool-parts.ts).
+ * 13 % slower and the dashboard's p99 1.9 × as long; so 20, split as poolSizes() says.
  */
 export const DEFAULT_DB_POOL_SIZE = 20;
+
+/**
+ * How a pool of `size` connections is split. Compiled reads and key lookups (one statement
+ * each, that never waits for a lock a write holds) get a quarter, rounded up: postgres.js hands a statement to
+ * an idle connection while one is left and pipelines it on a busy one only once none is, so
+ * on a pool of 20 each of 32 concurrent reads went alone to a backend of its own, one socket
+ * write and one backend wake-up each; on a few connections they go several to a write, and
+ * the backends answer them in turn (`npm run bench`, one run: one memory by id 1.2 ×, a
+ * store's memories 1.13 ×). The price: a read waits behind those sent before it on its
+ * connection, so while dashboards keep the database busy a quick read takes a little longer
+ * (one memory by id beside eight clients polling the dashboard, two runs: p50 12–15 ms
+ * against 11–13). Everything else — transactions, one-statement writes (which wait for their
+ * store's lock) — takes the rest, each statement on a connection of its own
+ * while one is idle, as before: a write waiting for a lock never holds up a read, nor a
+ * write to another store. A pool of one connection is not split.
+ */
+export function poolSizes(size: number): { reads: number; general: number } {
+  if (size < 2) return { reads: 0, general: size };
+  const reads = Math.ceil(size / 4);
+  return { reads, general: size - reads };
+}
 
 export interface DatabaseOptions {
   /** `DATABASE_URL`: PostgreSQL when set, else PGlite. */
@@ -291,15 +311,15 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   }
 
   const sizes = poolSizes(options.poolSize ?? DEFAULT_DB_POOL_SIZE);
-  const statementTimeout = options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs };
-  const poolOptions = { onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_SECONDS, connection: statementTimeout };
+  const poolOptions = {
+    onnotice: () => {},
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
+  };
   const pool = postgres(databaseUrl, { ...poolOptions, max: sizes.general });
   const reads = sizes.reads === 0 ? pool : postgres(databaseUrl, { ...poolOptions, max: sizes.reads });
-  const writes =
-    sizes.writes === 0 ? null : postgres(databaseUrl, { ...poolOptions, max: sizes.writes, connection: { ...statementTimeout, lock_timeout: PIPELINED_WRITE_LOCK_TIMEOUT_MS } });
   const demand = new PoolDemand(sizes.general);
   const readDemand = reads === pool ? demand : new PoolDemand(sizes.reads);
-  const writeDemand = writes === null ? null : new PoolDemand(sizes.writes);
   const client = preparingStatements(pool, demand);
   const db = drizzlePostgres({ client, schema, logger }) as unknown as Database;
   // drizzle sets its parsers and serializers (dates as text) on the client it is given;
@@ -307,27 +327,13 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   Object.assign(reads.options.parsers, pool.options.parsers);
   Object.assign(reads.options.serializers, pool.options.serializers);
   const readClient = reads === pool ? client : preparingStatements(reads, readDemand);
+  // Key lookups never wait for a lock either: they are pipelined with compiled reads.
+  if (reads !== pool) registerLockFreeReads(db, drizzlePostgres({ client: readClient, schema, logger }) as unknown as Database);
   /** A compiled read on the reads' connections: prepared by the wrapper, or unprepared (then watched here). */
   const read = (text: string, params: unknown[], runOptions: RunOptions | undefined) => {
     beforeStatement(text, params);
     return runOptions?.prepare === false ? watched(reads.unsafe(text, params as never[], { prepare: false }), text, readDemand) : readClient.unsafe(text, params as never[]);
   };
-  if (reads !== pool) {
-    const writesDb = writes === null ? db : (drizzlePostgres({ client: preparingStatements(writes, writeDemand), schema, logger }) as unknown as Database);
-    registerPipelines(db, {
-      lockFree: drizzlePostgres({ client: readClient, schema, logger }) as unknown as Database,
-      write: async (statement) => {
-        try {
-          return await writesDb.execute(statement);
-        } catch (error) {
-          // Gave up waiting for a lock: nothing was written (the statement is its own
-          // transaction); it waits on a connection of its own.
-          if (writesDb === db || !isLockTimeout(error)) throw error;
-          return db.execute(statement);
-        }
-      },
-    });
-  }
   const pingClient = postgres(databaseUrl, {
     max: 1,
     onnotice: () => {},
@@ -354,7 +360,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       await pingClient`select 1`;
     },
     readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => readTransaction((tx) => work(tx as unknown as Database))),
-    watchPool: () => partsOf(reads === pool ? { all: demand } : { reads: readDemand, ...(writeDemand ? { writes: writeDemand } : {}), general: demand }),
+    watchPool: () => partsOf(reads === pool ? { all: demand } : { reads: readDemand, general: demand }),
     listen: async (channel, onNotify) => {
       const { unlisten } = await pool.listen(channel, () => onNotify());
       return async () => {
@@ -365,7 +371,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       if (closed) return;
       closed = true;
       announcer.close();
-      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), writes?.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
+      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
     },
   };
 }

@@ -11,11 +11,11 @@ export type StatementDone = (error?: unknown) => void;
 export type StatementObserver = (text: string) => StatementDone;
 
 /**
- * The parts of the database's connections (pool-parts.ts): compiled reads and key lookups,
- * one-statement writes, and everything else; or a single part for all (`all`: PGlite, which
- * runs one statement at a time, and a PostgreSQL pool of one connection).
+ * The parts of the database's connections (client.ts, poolSizes): one for compiled reads and
+ * one for everything else, or a single part for all (`all`: PGlite, which runs one statement
+ * at a time, and a PostgreSQL pool of one connection).
  */
-export type PoolPart = 'reads' | 'writes' | 'general' | 'all';
+export type PoolPart = 'reads' | 'general' | 'all';
 
 /** How busy each part of the database's connections is. */
 export type PoolUses = Partial<Record<PoolPart, PoolUse>>;

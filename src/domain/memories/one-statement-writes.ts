@@ -1,7 +1,6 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import { writeEnded } from '../../db/announcements.js';
 import { rowsOf, type Database } from '../../db/client.js';
-import { executeOneStatementWrite } from '../../db/pool-parts.js';
 import { memories, memoryVersions } from '../../db/schema.js';
 import { recordEventsOf } from '../events.js';
 import { newId } from '../ids.js';
@@ -54,7 +53,7 @@ function insertVersionsOf(source: string, version: { id: string; operation: Memo
 /** Runs a one-statement write and announces its end, whether it wrote, wrote nothing or failed. */
 async function endingWrite(db: Database, statement: SQL) {
   try {
-    return await executeOneStatementWrite(db, statement);
+    return await db.execute(statement);
   } finally {
     writeEnded(db);
   }
