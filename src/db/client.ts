@@ -87,18 +87,18 @@ export const DEFAULT_DB_POOL_SIZE = 20;
 
 /**
  * How a pool of `size` connections is split. Compiled reads and key lookups (one statement
- * each, that never waits for a lock a write holds) get a quarter, rounded up: postgres.js hands a statement to
- * an idle connection while one is left and pipelines it on a busy one only once none is, so
- * on a pool of 20 each of 32 concurrent reads went alone to a backend of its own, one socket
- * write and one backend wake-up each; on a few connections they go several to a write, and
- * the backends answer them in turn (`npm run bench`, one run: one memory by id 1.2 ×, a
+ * each, that never waits for a lock a write holds) get a quarter, rounded up: postgres.js
+ * hands a statement to an idle connection while one is left and pipelines it on a busy one
+ * only once none is, so on a pool of 20 each of 32 concurrent reads went alone to a backend
+ * of its own, one socket write and one backend wake-up each; on a few connections they go
+ * several to a write, and the backends answer them in turn (`npm run bench`, one run: one memory by id 1.2 ×, a
  * store's memories 1.13 ×). The price: a read waits behind those sent before it on its
  * connection, so while dashboards keep the database busy a quick read takes a little longer
  * (one memory by id beside eight clients polling the dashboard, two runs: p50 12–15 ms
  * against 11–13). Everything else — transactions, one-statement writes (which wait for their
- * store's lock) — takes the rest, each statement on a connection of its own
- * while one is idle, as before: a write waiting for a lock never holds up a read, nor a
- * write to another store. A pool of one connection is not split.
+ * store's lock) — takes the rest, each statement on a connection of its own while one is
+ * idle, as before: a write waiting for a lock never holds up a read, nor a write to another
+ * store. A pool of one connection is not split.
  */
 export function poolSizes(size: number): { reads: number; general: number } {
   if (size < 2) return { reads: 0, general: size };
