@@ -1,7 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import { and, count, eq, getTableColumns, isNull, ne, sql, type SQL } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
-import { lockFreeReads } from '../db/pool-parts.js';
+import { lockFreeReads, type Database } from '../db/client.js';
 import { apiKeys, workspaces } from '../db/schema.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { isIdOfKind, newId } from './ids.js';
@@ -87,10 +86,9 @@ export function isWellFormedToken(token: string): boolean {
 
 export async function authenticate(db: Database, token: string): Promise<Viewer | null> {
   if (!isWellFormedToken(token)) return null;
-  // A lookup never waits for a lock: it may be pipelined with compiled reads (pool-parts.ts).
-  const on = lockFreeReads(db);
-  let lookup = keyLookups.get(on);
-  if (!lookup) keyLookups.set(on, (lookup = prepareKeyLookup(on)));
+  let lookup = keyLookups.get(db);
+  // A lookup never waits for a lock: it is prepared where compiled reads are pipelined.
+  if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(lockFreeReads(db))));
   const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
   return key ? viewerOf(key) : null;
 }
