@@ -114,8 +114,10 @@ describe('the lean path for plain JSON operations', () => {
       expect(tag !== undefined, exchange.name).toBe(exchange.tagged === true);
       expect({ ...lean, headers }, exchange.name).toEqual(yoga);
       if (tag) {
-        // The client's cache revalidates: the same GET naming the tag is an empty 304.
-        const revalidated = await get({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange.search, { ...exchange.headers, 'if-none-match': tag });
+        // The client's cache revalidates: the same GET naming the tag is an empty 304 (a full
+        // answer without a tag while the mark is unsettled, as above: ask again).
+        const revalidate = () => get({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange.search, { ...exchange.headers, 'if-none-match': tag });
+        const revalidated = await askAgain(revalidate, (reply) => reply.status === 200 && reply.headers.etag === undefined);
         expect(revalidated.status, exchange.name).toBe(304);
         expect(revalidated.body, exchange.name).toBe('');
       }

@@ -6,6 +6,7 @@ import { requestListenerOf } from '../src/http/native-front.js';
 import type { StageName } from '../src/http/pipeline.js';
 import { MAX_REQUEST_BODY_BYTES } from '../src/domain/limits.js';
 import { createStore } from './support/builders.js';
+import { askAgain } from './support/ask-again.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -137,11 +138,15 @@ describe('the native front', () => {
     const client = await server.newWorkspace();
     await createStore(client);
     const exchange: Exchange = { name: 'a GET query', method: 'GET', path: `/graphql?query=${encodeURIComponent('{ memoryStores { totalCount } }')}`, front: true };
-    const first = await ask(withFront, client.token, exchange, 'tag-1');
+    // A tag is withheld, and a 304 too, while a transaction of this database that this test
+    // does not control runs below the workspace's newest event (its mark is unsettled): ask again.
+    const unsettled = (reply: { status: number; headers: Record<string, string> }) => reply.status === 200 && reply.headers.etag === undefined;
+    const first = await askAgain(() => ask(withFront, client.token, exchange, 'tag-1'), unsettled);
     const tag = first.headers.etag!;
     expect(tag).toMatch(/^W\/"/);
     const again = { ...exchange, headers: { 'if-none-match': tag } };
-    const [front, yoga] = [await ask(withFront, client.token, again, 'tag-2'), await ask(yogaOnly, client.token, again, 'tag-3')];
+    const front = await askAgain(() => ask(withFront, client.token, again, 'tag-2'), unsettled);
+    const yoga = await askAgain(() => ask(yogaOnly, client.token, again, 'tag-3'), unsettled);
     expect(front.status).toBe(304);
     delete front.headers['x-request-id'];
     delete yoga.headers['x-request-id'];
