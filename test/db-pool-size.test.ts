@@ -4,7 +4,7 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { createDb, lockFreeReads, poolSizes, type DatabaseHandle } from '../src/db/client.js';
+import { createDb, poolSizes, type DatabaseHandle } from '../src/db/client.js';
 import { generateToken } from '../src/domain/api-keys.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { startServerProcess, type ServerProcess } from './support/process.js';
@@ -96,7 +96,7 @@ describe.skipIf(postgresUrl === undefined)('the database pool, on PostgreSQL', {
 });
 
 describe('how a pool is split', () => {
-  it('gives compiled reads and key lookups a quarter of the connections, rounded up, and everything else the rest; a pool of one is shared', () => {
+  it('gives compiled reads a quarter of the connections, rounded up, and everything else the rest; a pool of one is shared', () => {
     expect(poolSizes(1)).toEqual({ reads: 0, general: 1 });
     expect(poolSizes(2)).toEqual({ reads: 1, general: 1 });
     expect(poolSizes(8)).toEqual({ reads: 2, general: 6 });
@@ -131,8 +131,6 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
     // Compiled reads (handle.run), all sent at once: two backends answer them all.
     const readBackends = new Set(await Promise.all(Array.from({ length: 60 }, () => backendOf(handle.run!('select pg_backend_pid() as pid', [])))));
     expect(readBackends.size).toBeLessThanOrEqual(2);
-    // Key lookups, which never wait for a lock either, go there too.
-    expect(readBackends.has(await backendOf(lockFreeReads(handle.db).execute(sql`select pg_backend_pid() as pid`) as unknown as Promise<unknown[]>))).toBe(true);
     // Six transactions that wait for each other: they can only all finish if each has a
     // connection of its own at the same time, and none of them is a reads' connection.
     let arrived = 0;

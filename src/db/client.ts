@@ -85,36 +85,24 @@ export interface DatabaseHandle {
 export const DEFAULT_DB_POOL_SIZE = 20;
 
 /**
- * How a pool of `size` connections is split. Compiled reads and key lookups (one statement
- * each, that never waits for a lock a write holds) get a quarter, rounded up: postgres.js
- * hands a statement to an idle connection while one is left and pipelines it on a busy one
- * only once none is, so on a pool of 20 each of 32 concurrent reads went alone to a backend
- * of its own, one socket write and one backend wake-up each; on a few connections they go
- * several to a write, and the backends answer them in turn (`npm run bench`, one run: one
- * memory by id 1.2 ×, a store's memories 1.13 ×). The price: a read waits behind those sent before it on its
+ * How a pool of `size` connections is split. Compiled reads (one statement each, that never
+ * waits for a lock a write holds) get a quarter, rounded up: postgres.js hands a statement to
+ * an idle connection while one is left and pipelines it on a busy one only once none is, so
+ * on a pool of 20 each of 32 concurrent reads went alone to a backend of its own, one socket
+ * write and one backend wake-up each; on a few connections they go several to a write, and
+ * the backends answer them in turn (`npm run bench`, one run: one memory by id 1.2 ×, a
+ * store's memories 1.13 ×). The price: a read waits behind those sent before it on its
  * connection, so while dashboards keep the database busy a quick read takes a little longer
  * (one memory by id beside eight clients polling the dashboard, two runs: p50 12–15 ms
  * against 11–13). Everything else — transactions, one-statement writes (which wait for their
- * store's lock) — takes the rest, each statement on a connection of its own while one is
- * idle, as before: a write waiting for a lock never holds up a read, nor a write to another
- * store. A pool of one connection is not split.
+ * store's lock), key checks — takes the rest, each statement on a connection of its own
+ * while one is idle, as before: a write waiting for a lock never holds up a read, nor a
+ * write to another store. A pool of one connection is not split.
  */
 export function poolSizes(size: number): { reads: number; general: number } {
   if (size < 2) return { reads: 0, general: size };
   const reads = Math.ceil(size / 4);
   return { reads, general: size - reads };
-}
-
-/** The reads' part of a top-level database's pool, through drizzle (openPostgres registers it). */
-const lockFree = new WeakMap<Database, Database>();
-
-/**
- * Where a statement that never waits for a lock (a key lookup) runs: the reads' part of
- * `db`'s pool, pipelined with compiled reads, or `db` itself (a transaction, PGlite, a pool
- * of one connection).
- */
-export function lockFreeReads(db: Database): Database {
-  return lockFree.get(db) ?? db;
 }
 
 export interface DatabaseOptions {
@@ -338,8 +326,6 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   Object.assign(reads.options.parsers, pool.options.parsers);
   Object.assign(reads.options.serializers, pool.options.serializers);
   const readClient = reads === pool ? client : preparingStatements(reads, readDemand);
-  // Key lookups never wait for a lock either: they are pipelined with compiled reads.
-  if (reads !== pool) lockFree.set(db, drizzlePostgres({ client: readClient, schema, logger }) as unknown as Database);
   /** A compiled read on the reads' connections: prepared by the wrapper, or unprepared (then watched here). */
   const read = (text: string, params: unknown[], runOptions: RunOptions | undefined) => {
     beforeStatement(text, params);

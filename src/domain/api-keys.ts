@@ -1,6 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import { and, count, eq, getTableColumns, isNull, ne, sql, type SQL } from 'drizzle-orm';
-import { lockFreeReads, type Database } from '../db/client.js';
+import type { Database } from '../db/client.js';
 import { apiKeys, workspaces } from '../db/schema.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { isIdOfKind, newId } from './ids.js';
@@ -87,8 +87,7 @@ export function isWellFormedToken(token: string): boolean {
 export async function authenticate(db: Database, token: string): Promise<Viewer | null> {
   if (!isWellFormedToken(token)) return null;
   let lookup = keyLookups.get(db);
-  // A lookup never waits for a lock: it is prepared where compiled reads are pipelined.
-  if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(lockFreeReads(db))));
+  if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(db)));
   const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
   return key ? viewerOf(key) : null;
 }

@@ -95,7 +95,7 @@ export class Metrics {
     );
     if (poolUse) {
       const registers = [registry];
-      // One series per part of the pool: `reads` (compiled reads, key lookups) and `general` (everything else), or `all` where one part serves both.
+      // One series per part of the pool: `reads` (compiled reads) and `general` (everything else), or `all` where one part serves both.
       const gauge = (name: string, help: string, field: keyof PoolUse) =>
         new Gauge({
           name,
@@ -106,7 +106,7 @@ export class Metrics {
             for (const [part, use] of Object.entries(poolUse())) this.set({ part }, use[field]);
           },
         });
-      gauge('memstore_db_pool_size', 'Connections a part of the database pool may open (part: reads for compiled reads and key lookups, general for the rest, or all where one part serves both; the embedded database: 1).', 'size');
+      gauge('memstore_db_pool_size', 'Connections a part of the database pool may open (part: reads for compiled reads, general for the rest, or all where one part serves both; the embedded database: 1).', 'size');
       gauge('memstore_db_pool_connections_in_use', 'Database connections of a part of the pool held by a statement or a transaction.', 'inUse');
       gauge('memstore_db_pool_waiting', 'Statements and transactions waiting for a database connection of a part of the pool that another holds.', 'waiting');
     }
