@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ExecutionResult } from 'graphql';
 import { eventHubOf } from '../src/app.js';
-import { DirectSink, type Outlet } from '../src/http/direct-delivery.js';
+import { WebSocket } from 'ws';
+import { DirectSink, webSocketOutlet, type Outlet } from '../src/http/direct-delivery.js';
+import { STREAM_SEND_AHEAD_BYTES } from '../src/domain/limits.js';
 import { EventStream, type MemoryEventPayload } from '../src/subscriptions/event-stream.js';
 import type { EventPosition } from '../src/domain/events.js';
 import type { Viewer } from '../src/domain/viewer.js';
@@ -100,33 +102,42 @@ function payload(index: number): MemoryEventPayload {
   return { event: { workspaceId: viewer.workspaceId, position: position(index), memoryStoreId: 'memstore_x', path: `${index}.md` } as never, memoryStore: null, memory: null, version: null };
 }
 
-function fakeOutlet() {
+/** An outlet that records each write as the results' numbers it holds (a frame is `n;`). */
+function fakeOutlet(options: { key?: string; unsent?: number } = {}) {
   const writes: string[][] = [];
-  const outlet: Outlet & { isReady: boolean; writes: string[][] } = {
+  const written: Buffer[] = [];
+  const outlet: Outlet & { isReady: boolean; writes: string[][]; written: Buffer[] } = {
     isReady: true,
     writes,
+    written,
+    sharingKey: () => options.key ?? 'fake',
     ready: () => outlet.isReady,
     gone: () => false,
-    unsent: () => 0,
-    frame: (result) => Buffer.from(String((result.data as { n: number }).n)),
-    write: (frames) => void writes.push(frames.map((frame) => frame.toString())),
+    unsent: () => options.unsent ?? 0,
+    frame: (result) => Buffer.from(`${(result.data as { n: number }).n};`),
+    write: (frames) => {
+      written.push(frames);
+      writes.push(frames.toString().split(';').slice(0, -1));
+    },
     onDrain: (callback) => void setTimeout(callback, 1),
   };
   return outlet;
 }
 
 /** A stream with a sink, its results by payload index: `{ n }`, or errors for the indexes in `failing`; `slow` ones come after a delay. */
-function streamWithSink(outlet: Outlet, options: { failing?: number[]; slow?: number[] } = {}) {
+function streamWithSink(outlet: Outlet, options: { failing?: number[]; slow?: number[]; shape?: string } = {}) {
   const sink = new DirectSink(outlet);
   const stream = new EventStream(viewer, { memoryStoreId: null, pathPrefix: null }, position(0), 100, () => {}, { sink });
   stream.goLive();
   const indexOf = (item: MemoryEventPayload) => Number(item.event.position.id);
+  const executed: number[] = [];
   sink.start((item): ExecutionResult | Promise<ExecutionResult> => {
     const n = indexOf(item);
+    executed.push(n);
     const result: ExecutionResult = options.failing?.includes(n) ? { errors: [{ message: `failed ${n}` }] as never } : { data: { n } };
     return options.slow?.includes(n) ? new Promise((resolve) => setTimeout(() => resolve(result), 30)) : result;
-  });
-  return { stream, sink, indexOf };
+  }, options.shape);
+  return { stream, sink, indexOf, executed };
 }
 
 describe('a direct sink', () => {
@@ -185,5 +196,77 @@ describe('a direct sink', () => {
     expect(sink.pending).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(outlet.writes).toEqual([]);
+  });
+});
+
+describe('direct sinks of one shape on alike connections', () => {
+  it('write a delivery as the bytes the first of them wrote for it, without answering its events again', () => {
+    const outlets = [fakeOutlet(), fakeOutlet(), fakeOutlet()];
+    const sinks = outlets.map((outlet) => streamWithSink(outlet, { shape: 'dashboard' }));
+    const delivery = [payload(1), payload(2), payload(3)];
+    for (const { stream } of sinks) stream.push(delivery);
+    for (const outlet of outlets) expect(outlet.writes).toEqual([['1', '2', '3']]);
+    expect(sinks.map(({ executed }) => executed)).toEqual([[1, 2, 3], [], []]);
+    expect(outlets[2]!.written[0]).toBe(outlets[0]!.written[0]);
+  });
+
+  it('answer for themselves across shapes, connections of other keys, and other deliveries of the same events', () => {
+    const first = streamWithSink(fakeOutlet(), { shape: 'dashboard' });
+    const otherShape = streamWithSink(fakeOutlet(), { shape: 'another dashboard' });
+    const otherKey = streamWithSink(fakeOutlet({ key: 'another connection' }), { shape: 'dashboard' });
+    const unshared = streamWithSink(fakeOutlet());
+    const delivery = [payload(1), payload(2)];
+    for (const { stream } of [first, otherShape, otherKey, unshared]) stream.push(delivery);
+    const sameEventsAgain = streamWithSink(fakeOutlet(), { shape: 'dashboard' });
+    sameEventsAgain.stream.push([payload(1), payload(2)]);
+    for (const { executed } of [first, otherShape, otherKey, unshared, sameEventsAgain]) expect(executed).toEqual([1, 2]);
+  });
+
+  it('keep their own order: a sink with events waiting writes them first, then the delivery, answered itself', async () => {
+    const first = streamWithSink(fakeOutlet(), { shape: 'dashboard' });
+    const late = fakeOutlet();
+    late.isReady = false;
+    const behind = streamWithSink(late, { shape: 'dashboard' });
+    behind.stream.push([payload(1)]);
+    const delivery = [payload(2), payload(3)];
+    first.stream.push(delivery);
+    late.isReady = true;
+    behind.stream.push(delivery);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(late.writes).toEqual([['1', '2', '3']]);
+    expect(behind.executed).toEqual([1, 2, 3]);
+  });
+
+  it('hold a shared delivery back from a connection with more than its send-ahead unsent, and cut nothing', async () => {
+    const first = streamWithSink(fakeOutlet(), { shape: 'dashboard' });
+    const full = fakeOutlet({ unsent: STREAM_SEND_AHEAD_BYTES + 1 });
+    const behind = streamWithSink(full, { shape: 'dashboard' });
+    const delivery = [payload(1), payload(2)];
+    first.stream.push(delivery);
+    behind.stream.push(delivery);
+    expect(full.writes).toEqual([]);
+    expect(behind.sink.pending).toBe(2);
+    expect(behind.stream.isOpen).toBe(true);
+  });
+
+  it('share nothing of a delivery with a result that has errors or waits for I/O', async () => {
+    for (const options of [{ failing: [2] }, { slow: [2] }]) {
+      const sinks = [streamWithSink(fakeOutlet(), { ...options, shape: 'dashboard' }), streamWithSink(fakeOutlet(), { ...options, shape: 'dashboard' })];
+      const delivery = [payload(1), payload(2), payload(3)];
+      for (const { stream } of sinks) stream.push(delivery);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(sinks.map(({ executed }) => executed.slice(0, 3))).toEqual([[1, 2, 3], [1, 2, 3]].map((list) => ('failing' in options ? list.slice(0, 2) : list)));
+    }
+  });
+});
+
+describe('a graphql-ws outlet whose WebSocket queues what it sends', () => {
+  it("sends each frame's message through the WebSocket, in order, whatever its length", () => {
+    const sent: string[] = [];
+    const ws = { readyState: WebSocket.OPEN, bufferedAmount: 0, _sender: { _queue: [{}] }, send: (message: Buffer) => sent.push(message.toString()) };
+    const outlet = webSocketOutlet(ws as unknown as WebSocket, undefined, 'op-1');
+    const results = [{ data: { n: 'a' } }, { data: { n: 'b'.repeat(300) } }, { data: { n: 'c'.repeat(70_000) } }, { data: { n: 'd' } }];
+    outlet.write(Buffer.concat(results.map((result) => outlet.frame(result))));
+    expect(sent.map((message) => JSON.parse(message))).toEqual(results.map((payload) => ({ id: 'op-1', type: 'next', payload })));
   });
 });

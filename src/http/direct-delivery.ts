@@ -27,16 +27,22 @@ import { withExtensions } from './pipeline.js';
 
 /** A connection a stream's frames can be written to. */
 export interface Outlet {
+  /**
+   * What, besides a result, decides the bytes of its frame on this connection (the transport,
+   * and SSE's extensions or graphql-ws's operation id): connections of one sharing key write
+   * one result as the same bytes.
+   */
+  sharingKey(): string;
   /** Whether frames may be written yet (SSE: once the response's head is out). */
   ready(): boolean;
   /** Whether the connection is gone or its response ended. */
   gone(): boolean;
   /** Bytes written and not yet taken by the kernel. */
   unsent(): number;
-  /** What is written of a result without errors: its whole frame, or (WebSocket) its JSON, which `write` frames. */
+  /** The bytes a result without errors is written as: its whole frame. */
   frame(result: ExecutionResult): Buffer;
-  /** Writes frames, in order, in one write. */
-  write(frames: Buffer[]): void;
+  /** Writes frames (`frame`'s bytes, one after another) in one write. */
+  write(frames: Buffer): void;
   /** Calls `callback` once, when what waits unsent has gone to the kernel (or the connection is gone). */
   onDrain(callback: () => void): void;
   /** Calls `callback` once the connection is gone, if the transport would not end the stream itself then. */
@@ -61,10 +67,6 @@ function jsonOf(result: ExecutionResult): Buffer {
 /** The SSE frames of results, with the `extensions` of the streams that wrote them (the same for one shape). */
 const sseFrames = new WeakMap<ExecutionResult, { extensions: string; frame: Buffer }>();
 
-function joined(frames: Buffer[]): Buffer {
-  return frames.length === 1 ? frames[0]! : Buffer.concat(frames);
-}
-
 /**
  * GraphQL over SSE on a Node response: `event: next` frames, as graphql-yoga writes them,
  * each result with the request's `extensions` added, as yoga-stages.ts settles it. A frame
@@ -73,7 +75,16 @@ function joined(frames: Buffer[]): Buffer {
 export function sseOutlet(response: ServerResponse, extensionsOf: () => Record<string, unknown> | undefined): Outlet {
   let streaming = false;
   let extensions: { value: Record<string, unknown> | undefined; text: string } | undefined;
+  // Settled once, when first needed: a stream's extensions do not change while it runs.
+  const settled = () => {
+    if (!extensions) {
+      const value = extensionsOf();
+      extensions = { value, text: JSON.stringify(value ?? null) };
+    }
+    return extensions;
+  };
   return {
+    sharingKey: () => `sse ${settled().text}`,
     ready() {
       // The head is out, and it is the event stream's: a stream's response is the only 200 a
       // subscription's request gets (one that cannot take the stream is refused, 406).
@@ -84,18 +95,15 @@ export function sseOutlet(response: ServerResponse, extensionsOf: () => Record<s
     gone: () => response.destroyed || response.writableEnded || (response.headersSent && response.statusCode !== 200),
     unsent: () => response.writableLength,
     frame(result) {
-      if (!extensions) {
-        const value = extensionsOf();
-        extensions = { value, text: JSON.stringify(value ?? null) };
-      }
+      const { value, text } = settled();
       const cached = sseFrames.get(result);
-      if (cached?.extensions === extensions.text) return cached.frame;
-      const frame = Buffer.from(`event: next\ndata: ${JSON.stringify(withExtensions(result, extensions.value))}\n\n`);
-      sseFrames.set(result, { extensions: extensions.text, frame });
+      if (cached?.extensions === text) return cached.frame;
+      const frame = Buffer.from(`event: next\ndata: ${JSON.stringify(withExtensions(result, value))}\n\n`);
+      sseFrames.set(result, { extensions: text, frame });
       return frame;
     },
     write(frames) {
-      response.write(joined(frames));
+      response.write(frames);
     },
     onDrain(callback) {
       drainOrClose(response, callback);
@@ -126,30 +134,42 @@ const CLOSE_BRACE = Buffer.from('}');
 const { Sender } = wsModule as unknown as { Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] } };
 const TEXT_FRAME = { fin: true, opcode: 1, mask: false, readOnly: true, rsv1: false };
 
+/** The payloads of unmasked frames written one after another (as `Sender.frame` makes them). */
+function payloadsOfFrames(frames: Buffer): Buffer[] {
+  const payloads: Buffer[] = [];
+  for (let offset = 0; offset < frames.length; ) {
+    const short = frames[offset + 1]! & 0x7f;
+    const [start, length] =
+      short < 126 ? [offset + 2, short] : short === 126 ? [offset + 4, frames.readUInt16BE(offset + 2)] : [offset + 10, Number(frames.readBigUInt64BE(offset + 2))];
+    payloads.push(frames.subarray(start, start + length));
+    offset = start + length;
+  }
+  return payloads;
+}
+
 /**
  * graphql-ws on a WebSocket: one `next` message per result, for the operation `id`, as
- * graphql-ws writes it. The frames of a batch go to the socket in one write, beside `ws`'s
- * own: memstore's WebSocket server compresses nothing, so `ws` writes each frame as it is
- * sent and frames never interleave; were its sender ever to queue (compression, binary
- * data read asynchronously), the frames go through `ws.send`, after what it queued.
+ * graphql-ws writes it, in a text frame. The frames go to the socket in one write, beside
+ * `ws`'s own: memstore's WebSocket server compresses nothing, so `ws` writes each frame as
+ * it is sent and frames never interleave; were its sender ever to queue (compression,
+ * binary data read asynchronously), the messages go through `ws.send`, after what it queued.
  */
 export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: string): Outlet {
   const open = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
   const sender = (ws as unknown as { _sender?: { _queue?: unknown[]; _state?: number } })._sender;
   return {
+    sharingKey: () => `ws ${id}`,
     ready: () => true,
     gone: () => ws.readyState !== WebSocket.OPEN,
     unsent: () => ws.bufferedAmount,
-    // The result's JSON, shared by every stream of its shape: the message around it is this operation's.
-    frame: jsonOf,
-    write(results) {
+    // The result's JSON is shared by every stream of its shape; the message around it is this operation's.
+    frame: (result) => Buffer.concat(Sender.frame(Buffer.concat([open, jsonOf(result), CLOSE_BRACE]), TEXT_FRAME)),
+    write(frames) {
       if (!socket || sender?._queue?.length || sender?._state) {
-        for (const json of results) ws.send(Buffer.concat([open, json, CLOSE_BRACE]), { binary: false });
+        for (const message of payloadsOfFrames(frames)) ws.send(message, { binary: false });
         return;
       }
-      const parts: Buffer[] = [];
-      for (const json of results) parts.push(...Sender.frame(Buffer.concat([open, json, CLOSE_BRACE]), TEXT_FRAME));
-      socket.write(Buffer.concat(parts));
+      socket.write(frames);
     },
     onDrain(callback) {
       // graphql-ws ends the stream when the socket closes; `ws` queues nothing here (see write).
@@ -161,6 +181,16 @@ export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: s
 
 /** What a stream's event is answered with: its result, executed once per shape (shared-results.ts). */
 export type ResultOf = (payload: MemoryEventPayload) => ExecutionResult | Promise<ExecutionResult>;
+
+/**
+ * The bytes of a delivery as the first stream of a sharing key wrote them, by the delivery's
+ * events (the one array the fan-out hands every stream whose filter it passes alike). A
+ * stream of that key that would write the same events at once (nothing of its own waiting,
+ * its connection ready) writes these bytes as they are: a thousand streams of one dashboard
+ * then cost one execution, one frame and one join per event and a thousand writes per batch,
+ * not a thousand frames and joins. Kept as long as the fan-out holds the array.
+ */
+const deliveries = new WeakMap<readonly MemoryEventPayload[], Map<string, Buffer>>();
 
 /**
  * The sink of one stream (event-stream.ts): its events, in order, written to its outlet. It
@@ -177,11 +207,16 @@ export class DirectSink implements StreamSink {
   private framedBytes = 0;
   private stream: SinkStream | null = null;
   private resultOf: ResultOf | null = null;
+  /** The key whose streams write a delivery's events as the same bytes (the shape and the outlet's sharing key), or null. */
+  private sharing: string | null = null;
   /** Set while a result is awaited (an execution with I/O), the connection is not ready, or it drains. */
   private waiting = false;
   /** Set while a write of the frames made so far is due after this turn. */
   private flushSoon = false;
   private closed = false;
+  /** The writes made, and the bytes of the last one (a delivery's bytes, when it took one write). */
+  private writes = 0;
+  private lastWrite: Buffer | null = null;
 
   constructor(private readonly outlet: Outlet) {}
 
@@ -190,19 +225,41 @@ export class DirectSink implements StreamSink {
     this.outlet.onGone?.(() => stream.close());
   }
 
-  /** Starts writing, each event answered by `resultOf`: events that came before wait until then. */
-  start(resultOf: ResultOf): void {
+  /**
+   * Starts writing, each event answered by `resultOf`: events that came before wait until
+   * then. `shape` (shared-results.ts: streams of one shape answer an event with one result)
+   * lets the streams of one shape on alike connections share a delivery's bytes.
+   */
+  start(resultOf: ResultOf, shape?: string): void {
     this.resultOf = resultOf;
+    this.sharing = shape === undefined ? null : `${this.outlet.sharingKey()}\n${shape}`;
     this.pump();
   }
 
   send(payloads: readonly MemoryEventPayload[]): void {
     if (this.closed) return;
+    // A delivery this sink can write at once, in order, whole: as another stream of its key wrote it, if one did.
+    const shared = this.sharing !== null && this.queue.length === 0 && this.frames.length === 0 && !this.waiting && this.outlet.ready() && !this.outlet.gone();
+    if (shared) {
+      const bytes = deliveries.get(payloads)?.get(this.sharing!);
+      if (bytes !== undefined && this.outlet.unsent() + bytes.length <= STREAM_SEND_AHEAD_BYTES) {
+        this.writeOut(bytes);
+        return;
+      }
+    }
     for (const payload of payloads) {
       this.queue.push(payload);
       this.queuedBytes += payloadBytes(payload);
     }
+    const writesBefore = this.writes;
     this.pump();
+    // Every event written, in this turn and in one write: those are the delivery's bytes for the streams of this key.
+    if (shared && !this.closed && this.queue.length === 0 && !this.waiting && this.writes === writesBefore + 1 && this.lastWrite !== null) {
+      let byKey = deliveries.get(payloads);
+      if (!byKey) deliveries.set(payloads, (byKey = new Map()));
+      byKey.set(this.sharing!, this.lastWrite);
+    }
+    this.lastWrite = null;
   }
 
   get pending(): number {
@@ -313,15 +370,21 @@ export class DirectSink implements StreamSink {
 
   private flush(): void {
     if (this.frames.length === 0) return;
+    const bytes = this.frames.length === 1 ? this.frames[0]! : Buffer.concat(this.frames, this.framedBytes);
+    this.frames.length = 0;
+    this.framedBytes = 0;
+    if (!this.closed && !this.outlet.gone()) this.writeOut(bytes);
+  }
+
+  private writeOut(bytes: Buffer): void {
     try {
-      if (!this.closed && !this.outlet.gone()) this.outlet.write(this.frames);
+      this.outlet.write(bytes);
+      this.writes += 1;
+      this.lastWrite = bytes;
     } catch {
       // A connection that cannot be written to is gone: its stream ends (and resumes by cursor).
       this.close();
       this.stream?.close();
-    } finally {
-      this.frames.length = 0;
-      this.framedBytes = 0;
     }
   }
 

@@ -51,7 +51,7 @@ export function useSubscriptionStages(pipeline: RequestPipeline, contexts: Conte
             renew();
             return execute({ ...args, rootValue: payload }) as ExecutionResult | Promise<ExecutionResult>;
           });
-        sink?.start(resultOf);
+        sink?.start(resultOf, shape);
         return mapStream(source, resultOf);
       });
     },

@@ -257,8 +257,15 @@ export class EventHub {
             payloads.push(payloadOf(event, subjects!));
           }
           for (const [workspaceId, payloads] of byWorkspace) {
+            // Streams of one filter are handed one array of events (direct sinks share what they write for it).
+            const byFilter = new Map<string, MemoryEventPayload[]>();
             for (const stream of this.streams.get(workspaceId) ?? []) {
-              const matching = stream.matchesEvery ? payloads : payloads.filter((payload) => stream.matchesFilter(payload.event));
+              let matching = payloads;
+              if (!stream.matchesEvery) {
+                const known = byFilter.get(stream.filterKey);
+                if (known) matching = known;
+                else byFilter.set(stream.filterKey, (matching = payloads.filter((payload) => stream.matchesFilter(payload.event))));
+              }
               if (matching.length === 0) continue;
               try {
                 stream.push(matching);

@@ -115,10 +115,13 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     this.sink = transport.sink ?? null;
     this.sink?.attach(this);
     this.matchesEvery = filter.memoryStoreId === null && !filter.pathPrefix;
+    this.filterKey = JSON.stringify([filter.memoryStoreId, filter.pathPrefix || null]);
   }
 
   /** Whether the stream takes every event of its workspace (no store, no path prefix). */
   readonly matchesEvery: boolean;
+  /** The same for streams whose filters pass the same events. */
+  readonly filterKey: string;
 
   /** Whether an event of the stream's own workspace passes its filter (a hub's fan-out, which groups events by workspace). */
   matchesFilter(event: MemoryEventRecord): boolean {
