@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ExecutionResult } from 'graphql';
 import { eventHubOf } from '../src/app.js';
+import * as wsModule from 'ws';
 import { WebSocket } from 'ws';
 import { DirectSink, webSocketOutlet, type Outlet } from '../src/http/direct-delivery.js';
 import { STREAM_SEND_AHEAD_BYTES } from '../src/domain/limits.js';
@@ -249,6 +250,34 @@ describe('direct sinks of one shape on alike connections', () => {
     expect(behind.stream.isOpen).toBe(true);
   });
 
+  it('share nothing of a delivery written in more than one write', () => {
+    const sinks = [streamWithSink(fakeOutlet(), { shape: 'dashboard' }), streamWithSink(fakeOutlet(), { shape: 'dashboard' })];
+    // More events than a write holds (64 frames): the first sink writes them in two writes.
+    const delivery = Array.from({ length: 65 }, (_, index) => payload(index + 1));
+    for (const { stream } of sinks) stream.push(delivery);
+    const every = delivery.map((_, index) => String(index + 1));
+    for (const { executed } of sinks) expect(executed).toEqual(every.map(Number));
+    expect(sinks[1]!.stream.buffered).toBe(0);
+  });
+
+  it('keep no copy of a delivery for a key that no other open sink has, and count a sink that closed out', () => {
+    const alone = streamWithSink(fakeOutlet(), { shape: 'alone' });
+    const delivery = [payload(1), payload(2)];
+    alone.stream.push(delivery);
+    const later = streamWithSink(fakeOutlet(), { shape: 'alone' });
+    later.stream.push(delivery);
+    expect(later.executed).toEqual([1, 2]);
+
+    const leaving = streamWithSink(fakeOutlet(), { shape: 'pair' });
+    const staying = streamWithSink(fakeOutlet(), { shape: 'pair' });
+    leaving.stream.close();
+    const next = [payload(3)];
+    staying.stream.push(next);
+    const opened = streamWithSink(fakeOutlet(), { shape: 'pair' });
+    opened.stream.push(next);
+    expect(opened.executed).toEqual([3]);
+  });
+
   it('share nothing of a delivery with a result that has errors or waits for I/O', async () => {
     for (const options of [{ failing: [2] }, { slow: [2] }]) {
       const sinks = [streamWithSink(fakeOutlet(), { ...options, shape: 'dashboard' }), streamWithSink(fakeOutlet(), { ...options, shape: 'dashboard' })];
@@ -260,13 +289,35 @@ describe('direct sinks of one shape on alike connections', () => {
   });
 });
 
+/** The messages of server frames, as a WebSocket client's receiver reads them. */
+function messagesOf(frames: Buffer): string[] {
+  const { Receiver } = wsModule as unknown as { Receiver: new (options: { isServer: boolean }) => import('node:stream').Writable };
+  const messages: string[] = [];
+  const receiver = new Receiver({ isServer: false });
+  receiver.on('message', (data: Buffer) => messages.push(data.toString()));
+  receiver.write(frames);
+  return messages;
+}
+
+const RESULTS = [{ data: { n: 'a' } }, { data: { n: 'b'.repeat(300) } }, { data: { n: 'c'.repeat(70_000) } }, { data: { n: 'd'.repeat(114) } }, { data: { n: 'e'.repeat(115) } }];
+
+describe('a graphql-ws outlet', () => {
+  it('writes each result as a text frame a WebSocket client reads, whatever its length, in one write to the socket', () => {
+    const written: Buffer[] = [];
+    const ws = { readyState: WebSocket.OPEN, bufferedAmount: 0, _sender: { _queue: [] } };
+    const outlet = webSocketOutlet(ws as unknown as WebSocket, { write: (bytes: Buffer) => written.push(bytes) } as never, 'op-1');
+    outlet.write(Buffer.concat(RESULTS.map((result) => outlet.frame(result))));
+    expect(written).toHaveLength(1);
+    expect(messagesOf(written[0]!).map((message) => JSON.parse(message))).toEqual(RESULTS.map((payload) => ({ id: 'op-1', type: 'next', payload })));
+  });
+});
+
 describe('a graphql-ws outlet whose WebSocket queues what it sends', () => {
   it("sends each frame's message through the WebSocket, in order, whatever its length", () => {
     const sent: string[] = [];
     const ws = { readyState: WebSocket.OPEN, bufferedAmount: 0, _sender: { _queue: [{}] }, send: (message: Buffer) => sent.push(message.toString()) };
     const outlet = webSocketOutlet(ws as unknown as WebSocket, undefined, 'op-1');
-    const results = [{ data: { n: 'a' } }, { data: { n: 'b'.repeat(300) } }, { data: { n: 'c'.repeat(70_000) } }, { data: { n: 'd' } }];
-    outlet.write(Buffer.concat(results.map((result) => outlet.frame(result))));
-    expect(sent.map((message) => JSON.parse(message))).toEqual(results.map((payload) => ({ id: 'op-1', type: 'next', payload })));
+    outlet.write(Buffer.concat(RESULTS.map((result) => outlet.frame(result))));
+    expect(sent.map((message) => JSON.parse(message))).toEqual(RESULTS.map((payload) => ({ id: 'op-1', type: 'next', payload })));
   });
 });

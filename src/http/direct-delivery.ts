@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ExecutionResult } from 'graphql';
-import * as wsModule from 'ws';
 import { WebSocket } from 'ws';
 import { STREAM_BUFFER_BYTES, STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
 import { payloadBytes, type MemoryEventPayload, type SinkStream, type StreamSink } from '../subscriptions/event-stream.js';
@@ -130,11 +129,30 @@ function drainOrClose(emitter: NodeJS.EventEmitter, callback: () => void): void 
 
 const CLOSE_BRACE = Buffer.from('}');
 
-/** `ws`'s own framing (public, though its type declarations omit it): a final text frame, unmasked, as a server sends it. */
-const { Sender } = wsModule as unknown as { Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] } };
-const TEXT_FRAME = { fin: true, opcode: 1, mask: false, readOnly: true, rsv1: false };
+/**
+ * A final, unmasked text frame (RFC 6455 §5.2), as a server sends it, holding `parts`
+ * one after another: one allocation, the parts copied once.
+ */
+function textFrame(...parts: Buffer[]): Buffer {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
+  const frame = Buffer.allocUnsafe(header + length);
+  frame[0] = 0x81;
+  if (header === 2) frame[1] = length;
+  else if (header === 4) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeBigUInt64BE(BigInt(length), 2);
+  }
+  let offset = header;
+  for (const part of parts) offset += part.copy(frame, offset);
+  return frame;
+}
 
-/** The payloads of unmasked frames written one after another (as `Sender.frame` makes them). */
+/** The payloads of unmasked frames written one after another (as textFrame makes them). */
 function payloadsOfFrames(frames: Buffer): Buffer[] {
   const payloads: Buffer[] = [];
   for (let offset = 0; offset < frames.length; ) {
@@ -163,7 +181,7 @@ export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: s
     gone: () => ws.readyState !== WebSocket.OPEN,
     unsent: () => ws.bufferedAmount,
     // The result's JSON is shared by every stream of its shape; the message around it is this operation's.
-    frame: (result) => Buffer.concat(Sender.frame(Buffer.concat([open, jsonOf(result), CLOSE_BRACE]), TEXT_FRAME)),
+    frame: (result) => textFrame(open, jsonOf(result), CLOSE_BRACE),
     write(frames) {
       if (!socket || sender?._queue?.length || sender?._state) {
         for (const message of payloadsOfFrames(frames)) ws.send(message, { binary: false });
@@ -188,9 +206,13 @@ export type ResultOf = (payload: MemoryEventPayload) => ExecutionResult | Promis
  * stream of that key that would write the same events at once (nothing of its own waiting,
  * its connection ready) writes these bytes as they are: a thousand streams of one dashboard
  * then cost one execution, one frame and one join per event and a thousand writes per batch,
- * not a thousand frames and joins. Kept as long as the fan-out holds the array.
+ * not a thousand frames and joins. Kept as long as the fan-out holds the array, and only
+ * for keys that more than one open sink has (`sharers`): a key of one stream (graphql-ws
+ * clients that name each operation with a random id) keeps no copy of what it wrote.
  */
 const deliveries = new WeakMap<readonly MemoryEventPayload[], Map<string, Buffer>>();
+/** The open sinks of each sharing key that more than none has. */
+const sharers = new Map<string, number>();
 
 /**
  * The sink of one stream (event-stream.ts): its events, in order, written to its outlet. It
@@ -214,9 +236,8 @@ export class DirectSink implements StreamSink {
   /** Set while a write of the frames made so far is due after this turn. */
   private flushSoon = false;
   private closed = false;
-  /** The writes made, and the bytes of the last one (a delivery's bytes, when it took one write). */
-  private writes = 0;
-  private lastWrite: Buffer | null = null;
+  /** While `send` writes a delivery others of its key may write too: what it wrote, write by write. */
+  private recorded: Buffer[] | null = null;
 
   constructor(private readonly outlet: Outlet) {}
 
@@ -232,7 +253,10 @@ export class DirectSink implements StreamSink {
    */
   start(resultOf: ResultOf, shape?: string): void {
     this.resultOf = resultOf;
-    this.sharing = shape === undefined ? null : `${this.outlet.sharingKey()}\n${shape}`;
+    if (shape !== undefined && this.sharing === null && !this.closed) {
+      this.sharing = `${this.outlet.sharingKey()}\n${shape}`;
+      sharers.set(this.sharing, (sharers.get(this.sharing) ?? 0) + 1);
+    }
     this.pump();
   }
 
@@ -251,15 +275,17 @@ export class DirectSink implements StreamSink {
       this.queue.push(payload);
       this.queuedBytes += payloadBytes(payload);
     }
-    const writesBefore = this.writes;
+    const recording = shared && sharers.get(this.sharing!)! > 1;
+    if (recording) this.recorded = [];
     this.pump();
+    const written = this.recorded;
+    this.recorded = null;
     // Every event written, in this turn and in one write: those are the delivery's bytes for the streams of this key.
-    if (shared && !this.closed && this.queue.length === 0 && !this.waiting && this.writes === writesBefore + 1 && this.lastWrite !== null) {
+    if (recording && !this.closed && this.queue.length === 0 && !this.waiting && written?.length === 1) {
       let byKey = deliveries.get(payloads);
       if (!byKey) deliveries.set(payloads, (byKey = new Map()));
-      byKey.set(this.sharing!, this.lastWrite);
+      byKey.set(this.sharing!, written[0]!);
     }
-    this.lastWrite = null;
   }
 
   get pending(): number {
@@ -280,6 +306,11 @@ export class DirectSink implements StreamSink {
   }
 
   close(): void {
+    if (this.sharing !== null && !this.closed) {
+      const left = sharers.get(this.sharing)! - 1;
+      if (left > 0) sharers.set(this.sharing, left);
+      else sharers.delete(this.sharing);
+    }
     this.closed = true;
     this.queue.length = 0;
     this.queuedBytes = 0;
@@ -379,8 +410,7 @@ export class DirectSink implements StreamSink {
   private writeOut(bytes: Buffer): void {
     try {
       this.outlet.write(bytes);
-      this.writes += 1;
-      this.lastWrite = bytes;
+      this.recorded?.push(bytes);
     } catch {
       // A connection that cannot be written to is gone: its stream ends (and resumes by cursor).
       this.close();

@@ -45,6 +45,8 @@ export class SharedEventResults {
    * is never kept.
    */
   private readonly entries = new Map<object, { madeAt: number; executions: Map<string, ExecutionResult | Promise<ExecutionResult>> }>();
+  /** When the oldest entry leaves the window (Infinity: no entry), so that most calls sweep nothing without looking. */
+  private sweepAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly windowMs = SHARED_RESULT_WINDOW_MS,
@@ -58,8 +60,13 @@ export class SharedEventResults {
 
   /** Forgets the results made longer than the window ago. */
   private sweep(now: number): void {
+    if (now < this.sweepAt) return;
+    this.sweepAt = Number.POSITIVE_INFINITY;
     for (const [payload, { madeAt }] of this.entries) {
-      if (now - madeAt < this.windowMs) break;
+      if (now - madeAt < this.windowMs) {
+        this.sweepAt = madeAt + this.windowMs;
+        break;
+      }
       this.entries.delete(payload);
     }
   }
@@ -73,7 +80,10 @@ export class SharedEventResults {
     const now = this.now();
     this.sweep(now);
     let entry = this.entries.get(payload);
-    if (!entry) this.entries.set(payload, (entry = { madeAt: now, executions: new Map() }));
+    if (!entry) {
+      this.entries.set(payload, (entry = { madeAt: now, executions: new Map() }));
+      if (this.entries.size === 1) this.sweepAt = now + this.windowMs;
+    }
     const { executions } = entry;
     const shared = executions.get(shape);
     if (shared instanceof Promise) {

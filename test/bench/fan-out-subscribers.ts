@@ -139,7 +139,8 @@ async function openWs(into: Arrivals): Promise<void> {
       }
       if (chunk.includes('"connection_ack"')) {
         state = 'open';
-        socket.write(textFrame(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: QUERY } })));
+        // An operation id of its own, random, as graphql-ws's client makes them: the server frames each stream's events for it.
+        socket.write(textFrame(JSON.stringify({ id: randomBytes(16).toString('hex'), type: 'subscribe', payload: { query: QUERY } })));
         // The server opens the stream as it handles the message: give it a moment.
         setTimeout(resolve, 5);
       } else if (chunk.includes('"type":"error"')) reject(new Error(`WebSocket: ${chunk.toString()}`));
