@@ -1,10 +1,7 @@
-import type { ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { ExecutionResult } from 'graphql';
-import { WebSocket } from 'ws';
 import { STREAM_BUFFER_BYTES, STREAM_SEND_AHEAD_BYTES } from '../domain/limits.js';
 import { payloadBytes, type MemoryEventPayload, type SinkStream, type StreamSink } from '../subscriptions/event-stream.js';
-import { withExtensions } from './pipeline.js';
+import type { Outlet } from './outlets.js';
 
 /**
  * Direct delivery of live events: a stream whose consumer is connected by a real socket
@@ -12,9 +9,10 @@ import { withExtensions } from './pipeline.js';
  * that connection itself, as the frame its transport would write (`event: next` for SSE, a
  * `next` message for graphql-ws), instead of handing it to the stream's iterator and the
  * transport's per-result machinery. A result is executed once for every stream that asks
- * the same of it (shared-results.ts), and its frame is made once too: a thousand streams
- * of one dashboard then cost one execution, one serialization and a thousand writes per
- * event.
+ * the same of it (shared-results.ts), its frame is made once too (outlets.ts), and a
+ * delivery's bytes once for the streams of one sharing key: a thousand SSE streams of one
+ * dashboard then cost one execution and one serialization per event, and a thousand writes
+ * per batch.
  *
  * Only results without errors go this way. A result with errors needs what belongs to its
  * request (masking, its log line): the sink writes what it holds before it, then hands that
@@ -24,178 +22,10 @@ import { withExtensions } from './pipeline.js';
  * test/live-delivery-paths.test.ts holds both ways to the same bytes.
  */
 
-/** A connection a stream's frames can be written to. */
-export interface Outlet {
-  /**
-   * What, besides a result, decides the bytes of its frame on this connection (the transport,
-   * and SSE's extensions or graphql-ws's operation id): connections of one sharing key write
-   * one result as the same bytes.
-   */
-  sharingKey(): string;
-  /** Whether frames may be written yet (SSE: once the response's head is out). */
-  ready(): boolean;
-  /** Whether the connection is gone or its response ended. */
-  gone(): boolean;
-  /** Bytes written and not yet taken by the kernel. */
-  unsent(): number;
-  /** The bytes a result without errors is written as: its whole frame. */
-  frame(result: ExecutionResult): Buffer;
-  /** Writes frames (`frame`'s bytes, one after another) in one write. */
-  write(frames: Buffer): void;
-  /** Calls `callback` once, when what waits unsent has gone to the kernel (or the connection is gone). */
-  onDrain(callback: () => void): void;
-  /** Calls `callback` once the connection is gone, if the transport would not end the stream itself then. */
-  onGone?(callback: () => void): void;
-}
-
 /** Frames written at once, at most, while more events keep coming. */
 const FRAMES_PER_WRITE = 64;
 /** How often a sink looks again whether its response's head is out. */
 const READY_RETRY_MS = 2;
-/** How often a sink without a socket to watch looks again whether what it wrote has gone. */
-const DRAIN_RETRY_MS = 20;
-
-/** The JSON of a result, made once per result for every stream that writes it (results are shared per shape). */
-const resultJson = new WeakMap<ExecutionResult, Buffer>();
-function jsonOf(result: ExecutionResult): Buffer {
-  let json = resultJson.get(result);
-  if (json === undefined) resultJson.set(result, (json = Buffer.from(JSON.stringify(result))));
-  return json;
-}
-
-/** The SSE frames of results, with the `extensions` of the streams that wrote them (the same for one shape). */
-const sseFrames = new WeakMap<ExecutionResult, { extensions: string; frame: Buffer }>();
-
-/**
- * GraphQL over SSE on a Node response: `event: next` frames, as graphql-yoga writes them,
- * each result with the request's `extensions` added, as yoga-stages.ts settles it. A frame
- * is made once for every stream of a shape.
- */
-export function sseOutlet(response: ServerResponse, extensionsOf: () => Record<string, unknown> | undefined): Outlet {
-  let streaming = false;
-  let extensions: { value: Record<string, unknown> | undefined; text: string } | undefined;
-  // Settled once, when first needed: a stream's extensions do not change while it runs.
-  const settled = () => {
-    if (!extensions) {
-      const value = extensionsOf();
-      extensions = { value, text: JSON.stringify(value ?? null) };
-    }
-    return extensions;
-  };
-  return {
-    sharingKey: () => `sse ${settled().text}`,
-    ready() {
-      // The head is out, and it is the event stream's: a stream's response is the only 200 a
-      // subscription's request gets (one that cannot take the stream is refused, 406).
-      streaming ||= response.headersSent && response.statusCode === 200;
-      return streaming;
-    },
-    // A refused request's answer is no stream's: its stream ends.
-    gone: () => response.destroyed || response.writableEnded || (response.headersSent && response.statusCode !== 200),
-    unsent: () => response.writableLength,
-    frame(result) {
-      const { value, text } = settled();
-      const cached = sseFrames.get(result);
-      if (cached?.extensions === text) return cached.frame;
-      const frame = Buffer.from(`event: next\ndata: ${JSON.stringify(withExtensions(result, value))}\n\n`);
-      sseFrames.set(result, { extensions: text, frame });
-      return frame;
-    },
-    write(frames) {
-      response.write(frames);
-    },
-    onDrain(callback) {
-      drainOrClose(response, callback);
-    },
-    // A client that leaves before the head is written, or a refused request, leaves no reader
-    // that would end the stream (Yoga ends it through the body it reads).
-    onGone(callback) {
-      if (response.destroyed || response.writableEnded) queueMicrotask(callback);
-      else response.once('close', callback);
-    },
-  };
-}
-
-/** `callback` once `emitter` drains or closes, whichever comes first. */
-function drainOrClose(emitter: NodeJS.EventEmitter, callback: () => void): void {
-  const done = () => {
-    emitter.off('drain', done);
-    emitter.off('close', done);
-    callback();
-  };
-  emitter.once('drain', done);
-  emitter.once('close', done);
-}
-
-const CLOSE_BRACE = Buffer.from('}');
-
-/**
- * A final, unmasked text frame (RFC 6455 §5.2), as a server sends it, holding `parts`
- * one after another: one allocation, the parts copied once.
- */
-function textFrame(...parts: Buffer[]): Buffer {
-  let length = 0;
-  for (const part of parts) length += part.length;
-  const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
-  const frame = Buffer.allocUnsafe(header + length);
-  frame[0] = 0x81;
-  if (header === 2) frame[1] = length;
-  else if (header === 4) {
-    frame[1] = 126;
-    frame.writeUInt16BE(length, 2);
-  } else {
-    frame[1] = 127;
-    frame.writeBigUInt64BE(BigInt(length), 2);
-  }
-  let offset = header;
-  for (const part of parts) offset += part.copy(frame, offset);
-  return frame;
-}
-
-/** The payloads of unmasked frames written one after another (as textFrame makes them). */
-function payloadsOfFrames(frames: Buffer): Buffer[] {
-  const payloads: Buffer[] = [];
-  for (let offset = 0; offset < frames.length; ) {
-    const short = frames[offset + 1]! & 0x7f;
-    const [start, length] =
-      short < 126 ? [offset + 2, short] : short === 126 ? [offset + 4, frames.readUInt16BE(offset + 2)] : [offset + 10, Number(frames.readBigUInt64BE(offset + 2))];
-    payloads.push(frames.subarray(start, start + length));
-    offset = start + length;
-  }
-  return payloads;
-}
-
-/**
- * graphql-ws on a WebSocket: one `next` message per result, for the operation `id`, as
- * graphql-ws writes it, in a text frame. The frames go to the socket in one write, beside
- * `ws`'s own: memstore's WebSocket server compresses nothing, so `ws` writes each frame as
- * it is sent and frames never interleave; were its sender ever to queue (compression,
- * binary data read asynchronously), the messages go through `ws.send`, after what it queued.
- */
-export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: string): Outlet {
-  const open = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
-  const sender = (ws as unknown as { _sender?: { _queue?: unknown[]; _state?: number } })._sender;
-  return {
-    sharingKey: () => `ws ${id}`,
-    ready: () => true,
-    gone: () => ws.readyState !== WebSocket.OPEN,
-    unsent: () => ws.bufferedAmount,
-    // The result's JSON is shared by every stream of its shape; the message around it is this operation's.
-    frame: (result) => textFrame(open, jsonOf(result), CLOSE_BRACE),
-    write(frames) {
-      if (!socket || sender?._queue?.length || sender?._state) {
-        for (const message of payloadsOfFrames(frames)) ws.send(message, { binary: false });
-        return;
-      }
-      socket.write(frames);
-    },
-    onDrain(callback) {
-      // graphql-ws ends the stream when the socket closes; `ws` queues nothing here (see write).
-      if (socket) drainOrClose(socket, callback);
-      else setTimeout(callback, DRAIN_RETRY_MS);
-    },
-  };
-}
 
 /** What a stream's event is answered with: its result, executed once per shape (shared-results.ts). */
 export type ResultOf = (payload: MemoryEventPayload) => ExecutionResult | Promise<ExecutionResult>;

@@ -7,7 +7,8 @@ import type { EventHub } from '../subscriptions/event-hub.js';
 import type { StreamTransport } from '../subscriptions/event-stream.js';
 import { sharedShapeKey } from '../subscriptions/shared-results.js';
 import type { RequestPipeline } from './pipeline.js';
-import { DirectSink, sseOutlet, type Outlet } from './direct-delivery.js';
+import { DirectSink } from './direct-delivery.js';
+import { sseOutlet, type Outlet } from './outlets.js';
 
 /**
  * The request stages of a subscription, on both transports (SSE through Yoga, graphql-ws

@@ -7,7 +7,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { MAX_REQUEST_BODY_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
-import { webSocketOutlet } from './direct-delivery.js';
+import { webSocketOutlet } from './outlets.js';
 
 /**
  * graphql-ws over WebSocket on /graphql, beside Yoga's HTTP. Each operation a socket sends
