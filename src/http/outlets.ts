@@ -35,7 +35,6 @@ export interface Outlet {
   onGone?(callback: () => void): void;
 }
 
-
 /** How often a sink without a socket to watch looks again whether what it wrote has gone. */
 const DRAIN_RETRY_MS = 20;
 
@@ -115,7 +114,10 @@ const CLOSE_BRACE = Buffer.from('}');
 
 /**
  * A final, unmasked text frame (RFC 6455 §5.2), as a server sends it, holding `parts`
- * one after another: one allocation, the parts copied once.
+ * one after another: one allocation, the parts copied once. `ws`'s `Sender.frame` makes the
+ * same bytes from a message already joined, two allocations and two copies; for a
+ * graphql-ws stream of its own operation id, which frames every event of every batch, that
+ * cost F1 (bench:fan-out, 1,000 streams) 0.66–0.68× against 0.73× this way, side by side.
  */
 function textFrame(...parts: Buffer[]): Buffer {
   let length = 0;
