@@ -309,23 +309,28 @@ async function expectResumesAfter(token: string | null, storeId: string, deliver
 /** 100 KB of content: a few such events fill a socket's buffers. */
 const LARGE = 'x'.repeat(100_000);
 
-/** The body of an HTTP/1.1 response in chunked transfer encoding. */
+/** The body of an HTTP/1.1 response in chunked transfer encoding, as far as whole chunks have arrived. */
 function dechunk(raw: Buffer): string {
   let offset = raw.indexOf('\r\n\r\n') + 4;
   const parts: Buffer[] = [];
   for (;;) {
     const lineEnd = raw.indexOf('\r\n', offset);
+    if (lineEnd < 0) break;
     const size = Number.parseInt(raw.subarray(offset, lineEnd).toString(), 16);
-    if (!size) break;
+    // A chunk still arriving is read next time.
+    if (!size || lineEnd + 2 + size > raw.length) break;
     parts.push(raw.subarray(lineEnd + 2, lineEnd + 2 + size));
     offset = lineEnd + 2 + size + 2;
   }
   return Buffer.concat(parts).toString('utf8');
 }
 
+/** The `next` results of an event stream's text, as far as whole messages have arrived. */
 function sseMessages(text: string): any[] {
   return text
     .split('\n\n')
+    // What follows the last blank line is a message still arriving (or nothing).
+    .slice(0, -1)
     .filter((message) => message.startsWith('event: next'))
     .map((message) => JSON.parse(message.slice(message.indexOf('data:') + 5)));
 }
