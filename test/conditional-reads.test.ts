@@ -1,9 +1,12 @@
 import fc from 'fast-check';
+import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { authenticate } from '../src/domain/api-keys.js';
 import { eventHubOf } from '../src/app.js';
 import { listWorkspaceEvents, readWorkspaceChangeMark } from '../src/domain/events.js';
 import { namesTag } from '../src/http/answer-tags.js';
+import { rowsOf } from '../src/db/client.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { createMemory, createStore, deleteMemory, newPair, startSession, updateMemory } from './support/builders.js';
 import { askAgain } from './support/ask-again.js';
@@ -290,6 +293,41 @@ describe.skipIf(postgresUrl === undefined)('a polled answer while an older write
     expect(after.tag).not.toBe(before);
     expect(JSON.parse(after.body).data.memoryStores.edges.flatMap((edge: { node: { memories: { edges: unknown[] } } }) => edge.node.memories.edges)).toHaveLength(2);
     expect((await poll(client, { ifNoneMatch: after.tag! })).status).toBe(304);
+  });
+
+  it('is answered 304 when its cheap check found the mark unsettled but the answer it then built carries the tag the request names', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    // A session of this database takes a transaction id before the next write does. Named as
+    // memstore's announcement sessions are, the horizon passes over it and the mark settles.
+    const session = postgres(server.database.url!, { max: 1, onnotice: () => {}, connection: { application_name: 'memstore announcements' } });
+    const held = await session.reserve();
+    try {
+      await held`begin`;
+      await held`select pg_current_xact_id()`;
+      await createMemory(client, store.id);
+      const tag = (await poll(client)).tag!;
+
+      // Renamed, it holds the horizon below the newest event: the mark is unsettled. It also
+      // locks the versions, which the dashboard reads and the cheap check does not, so the
+      // check finds the mark unsettled and the full read waits until the transaction ends.
+      await held`set application_name = 'memstore test'`;
+      await held`lock table memory_versions in access exclusive mode`;
+      expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe('unsettled');
+      const polled = pollOnce(client, { ifNoneMatch: tag });
+      const waiting = async () => rowsOf(await other().db.execute(sql`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length;
+      expect(await askAgain(waiting, (count) => count === 0)).toBe(1);
+      await held`commit`;
+
+      // The answer was built in a snapshot where the mark had settled where it was: the tag named.
+      const answer = await polled;
+      expect(answer.status).toBe(304);
+      expect(answer.tag).toBe(tag);
+      expect(answer.body).toBe('');
+    } finally {
+      held.release();
+      await session.end();
+    }
   });
 });
 

@@ -157,7 +157,15 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
         const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
         const headers: Record<string, string> = { 'Content-Type': `${mediaType}; charset=utf-8` };
         const tag = pipeline.answerTag(compiled!, answer, mediaType);
-        if (tag !== null) headers.ETag = tag;
+        if (tag !== null) {
+          // The check found the mark unsettled, and it settled where it was before this
+          // answer's snapshot: the tag the request names, so the answer is still 304.
+          if (pipeline.namesRequestTag(request, tag)) {
+            endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: tag } }));
+            return;
+          }
+          headers.ETag = tag;
+        }
         endResponse(new fetchAPI.Response(body, { status: 200, headers }));
         return;
       }

@@ -122,6 +122,8 @@ export interface RequestPipeline {
    * Modified`), else null (the read goes on). Throws UNAUTHENTICATED for a token no key has.
    */
   unchangedTag(request: Request, compiled: CompiledRead, representation: string): Promise<string | null>;
+  /** Whether the request's `If-None-Match` names `tag`: its answer is then `304 Not Modified`. */
+  namesRequestTag(request: Request, tag: string): boolean;
   mask(request: Request, errors: readonly GraphQLError[]): GraphQLError[];
   /** The response's `extensions`: the operation's estimated cost and the limit, once estimated. */
   extensions(request: Request): { cost: CostEstimate } | undefined;
@@ -275,11 +277,14 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return (tags ??= new AnswerTags(printSchema(schema))).tag(answer.mark, answer.viewer, compiled.shape, representation);
     },
     async unchangedTag(request, compiled, representation) {
-      const ifNoneMatch = request.headers.get('if-none-match');
-      if (ifNoneMatch === null) return null;
+      if (!request.headers.has('if-none-match')) return null;
       // A statement that stops short of the answer: the key and the change mark.
       const tag = this.answerTag(compiled, await runCompiled(request, (tokenSha256) => compiled.check(tokenSha256)), representation);
-      return tag !== null && namesTag(ifNoneMatch, tag) ? tag : null;
+      return tag !== null && this.namesRequestTag(request, tag) ? tag : null;
+    },
+    namesRequestTag(request, tag) {
+      const ifNoneMatch = request.headers.get('if-none-match');
+      return ifNoneMatch !== null && namesTag(ifNoneMatch, tag);
     },
     mask(request, errors) {
       stage(request, 'mask');
