@@ -1,4 +1,4 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { rowsOf, type Database } from '../db/client.js';
 import { memories, memoryEvents, memoryStores, memoryVersions } from '../db/schema.js';
 import { InvalidRequestError } from './errors.js';
@@ -79,10 +79,10 @@ export function recordEvent(tx: Database, event: NewMemoryEvent) {
 /**
  * The same insert as a data-modifying CTE body for a one-statement write: one event of
  * `kind` for each memory row of `source` (a CTE with workspace_id, memory_store_id, id, path
- * and the version id column `versionId`, timed by `occurredAt`). The statement's runner
+ * and the version id `versionId`, a value or a placeholder, timed by `occurredAt`). The statement's runner
  * announces its end (`writeEnded`).
  */
-export function recordEventsOf(source: string, kind: MemoryEventKind, versionId: string, occurredAt: SQL): SQL {
+export function recordEventsOf(source: string, kind: MemoryEventKind, versionId: string | Placeholder, occurredAt: SQL): SQL {
   return sql`insert into memory_events (workspace_id, kind, memory_store_id, memory_id, memory_version_id, path, occurred_at)
     select ${sql.raw(`${source}.workspace_id`)}, ${kind}::memory_event_kind, ${sql.raw(`${source}.memory_store_id`)}, ${sql.raw(`${source}.id`)},
       ${versionId}::text, ${sql.raw(`${source}.path`)}, ${occurredAt} from ${sql.raw(source)}`;

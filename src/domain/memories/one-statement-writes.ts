@@ -1,4 +1,5 @@
-import { getTableColumns, sql, type SQL } from 'drizzle-orm';
+import { getTableColumns, sql, type Query, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { writeEnded } from '../../db/announcements.js';
 import { rowsOf, type Database } from '../../db/client.js';
 import { memories, memoryVersions } from '../../db/schema.js';
@@ -29,12 +30,16 @@ import { memoryRecordOfRow, sha256Hex, type MemoryRecord } from './records.js';
 const memoryColumns = getTableColumns(memories);
 const versionColumns = getTableColumns(memoryVersions);
 
+/** A value of the write, given when it runs (the statements are built once). */
+const value = sql.placeholder;
+
 /**
  * `insert into memory_versions (…) select … from <source>`: a version of each memory row of
- * `source`, copying the columns MEMORY_STATE_IN_VERSION names (as versionValuesFor does).
+ * `source`, copying the columns MEMORY_STATE_IN_VERSION names (as versionValuesFor does). Its
+ * id and author are the write's values `versionId`, `apiKeyId` and `sessionId`
+ * (actorColumns).
  */
-function insertVersionsOf(source: string, version: { id: string; operation: MemoryOperation; sequence: SQL; writer: Writer; createdAt: SQL }): SQL {
-  const author = actorColumns(version.writer.actor);
+function insertVersionsOf(source: string, version: { operation: MemoryOperation; sequence: SQL; createdAt: SQL }): SQL {
   const copied = MEMORY_STATE_IN_VERSION.map(([target, from]) => [versionColumns[target].name, `${source}.${memoryColumns[from].name}`] as const);
   const names = [
     ...copied.map(([name]) => name),
@@ -46,17 +51,26 @@ function insertVersionsOf(source: string, version: { id: string; operation: Memo
     versionColumns.createdAt.name,
   ];
   return sql`insert into memory_versions (${sql.raw(names.join(', '))})
-    select ${sql.raw(copied.map(([, expression]) => expression).join(', '))}, ${version.id}, ${version.operation}::memory_operation,
-      ${version.sequence}, ${author.apiKeyId}::text, ${author.sessionId}::text, ${version.createdAt} from ${sql.raw(source)}`;
+    select ${sql.raw(copied.map(([, expression]) => expression).join(', '))}, ${value('versionId')}::text, ${version.operation}::memory_operation,
+      ${version.sequence}, ${value('apiKeyId')}::text, ${value('sessionId')}::text, ${version.createdAt} from ${sql.raw(source)}`;
 }
 
-/** Runs a one-statement write and announces its end, whether it wrote, wrote nothing or failed. */
-async function endingWrite(db: Database, statement: SQL) {
-  try {
-    return await db.execute(statement);
-  } finally {
-    writeEnded(db);
-  }
+/**
+ * A one-statement write, built by drizzle once, on first use, with placeholders for the
+ * write's values (building it again for every write cost more server time than the rest of
+ * the statement's handling). Each run fills them in, sends the same text (prepared on
+ * PostgreSQL, db/client.ts) and announces its end, whether it wrote, wrote nothing or failed.
+ */
+function oneStatementWrite<Values extends Record<string, unknown>>(build: () => SQL) {
+  let query: Query | undefined;
+  return async (db: Database, values: Values): Promise<Record<string, unknown>[]> => {
+    query ??= new PgDialect().sqlToQuery(build());
+    try {
+      return rowsOf(await db._.session.prepareQuery(query, undefined, undefined, false).execute(values));
+    } finally {
+      writeEnded(db);
+    }
+  };
 }
 
 /**
@@ -70,6 +84,38 @@ const RECORD_COLUMNS = (alias: string) =>
       `(extract(epoch from ${alias}.created_at) * 1000)::float8 as created_at, (extract(epoch from ${alias}.updated_at) * 1000)::float8 as updated_at`,
   );
 
+const CREATE = oneStatementWrite<{
+  workspaceId: string;
+  memoryStoreId: string;
+  memoryId: string;
+  path: string;
+  content: string;
+  contentSizeBytes: number;
+  contentSha256: string;
+  metadata: string;
+  at: string;
+  versionId: string;
+  apiKeyId: string | null;
+  sessionId: string | null;
+}>(
+  () => sql`
+    with store as (
+      select s.id, s.entry_count, s.total_size from memory_stores s
+      where s.workspace_id = ${value('workspaceId')} and s.id = ${value('memoryStoreId')} and s.status = 'active' for update),
+    inserted as (
+      insert into memories (workspace_id, id, memory_store_id, path, content, content_size_bytes, content_sha256, metadata, version_sequence, created_at, updated_at)
+      select ${value('workspaceId')}, ${value('memoryId')}, store.id, ${value('path')}::text, ${value('content')}::text, ${value('contentSizeBytes')}::int,
+        ${value('contentSha256')}::text, ${value('metadata')}::jsonb, 1, ${value('at')}::timestamptz, ${value('at')}::timestamptz from store
+      on conflict (workspace_id, memory_store_id, path) do nothing
+      returning *),
+    version as (${insertVersionsOf('inserted', { operation: 'created', sequence: sql`1`, createdAt: sql.raw('inserted.created_at') })}),
+    event as (${recordEventsOf('inserted', 'memory_created', value('versionId'), sql.raw('inserted.created_at'))}),
+    counters as (
+      update memory_stores s set entry_count = store.entry_count + 1, total_size = store.total_size + inserted.content_size_bytes
+      from inserted, store where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
+    select ${RECORD_COLUMNS('inserted')} from inserted`,
+);
+
 /** A new memory and its CREATED version, or null when the transaction must answer. */
 export async function createMemoryInOneStatement(
   db: Database,
@@ -78,59 +124,74 @@ export async function createMemoryInOneStatement(
   metadata: Record<string, string>,
   now: Date,
 ): Promise<MemoryRecord | null> {
-  const contentSizeBytes = Buffer.byteLength(input.content, 'utf8');
-  const at = now.toISOString();
-  const createdVersionId = newId('memoryVersion', now.getTime());
-  const result = await endingWrite(db, sql`
-    with store as (
-      select s.id, s.entry_count, s.total_size from memory_stores s
-      where s.workspace_id = ${writer.workspaceId} and s.id = ${input.memoryStoreId} and s.status = 'active' for update),
-    inserted as (
-      insert into memories (workspace_id, id, memory_store_id, path, content, content_size_bytes, content_sha256, metadata, version_sequence, created_at, updated_at)
-      select ${writer.workspaceId}, ${newId('memory', now.getTime())}, store.id, ${input.path}::text, ${input.content}::text, ${contentSizeBytes}::int,
-        ${sha256Hex(input.content)}::text, ${JSON.stringify(metadata)}::jsonb, 1, ${at}::timestamptz, ${at}::timestamptz from store
-      on conflict (workspace_id, memory_store_id, path) do nothing
-      returning *),
-    version as (${insertVersionsOf('inserted', { id: createdVersionId, operation: 'created', sequence: sql`1`, writer, createdAt: sql.raw('inserted.created_at') })}),
-    event as (${recordEventsOf('inserted', 'memory_created', createdVersionId, sql.raw('inserted.created_at'))}),
-    counters as (
-      update memory_stores s set entry_count = store.entry_count + 1, total_size = store.total_size + inserted.content_size_bytes
-      from inserted, store where s.workspace_id = inserted.workspace_id and s.id = inserted.memory_store_id)
-    select ${RECORD_COLUMNS('inserted')} from inserted`);
-  const [row] = rowsOf(result);
+  const [row] = await CREATE(db, {
+    workspaceId: writer.workspaceId,
+    memoryStoreId: input.memoryStoreId,
+    memoryId: newId('memory', now.getTime()),
+    path: input.path,
+    content: input.content,
+    contentSizeBytes: Buffer.byteLength(input.content, 'utf8'),
+    contentSha256: sha256Hex(input.content),
+    metadata: JSON.stringify(metadata),
+    at: now.toISOString(),
+    versionId: newId('memoryVersion', now.getTime()),
+    ...actorColumns(writer.actor),
+  });
   return row ? memoryRecordOfRow({ ...row, content: input.content }) : null;
 }
 
-/** New content for a memory and its UPDATED version, or null when the transaction must answer. */
-export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
-  const at = now.toISOString();
-  const updatedVersionId = newId('memoryVersion', now.getTime());
-  // The content is sent once (input), however often the statement reads it.
-  const result = await endingWrite(db, sql`
-    with input as (select ${content}::text as content),
+// The content is sent once (input), however often the statement reads it.
+const UPDATE_CONTENT = oneStatementWrite<{
+  workspaceId: string;
+  id: string;
+  content: string;
+  contentSizeBytes: number;
+  contentSha256: string;
+  expected: string | null;
+  at: string;
+  versionId: string;
+  apiKeyId: string | null;
+  sessionId: string | null;
+}>(
+  () => sql`
+    with input as (select ${value('content')}::text as content),
     store as (
       select s.id, s.total_size from memory_stores s
-      where s.workspace_id = ${writer.workspaceId} and s.status = 'active'
-        and s.id = (select m.memory_store_id from memories m where m.workspace_id = ${writer.workspaceId} and m.id = ${id})
+      where s.workspace_id = ${value('workspaceId')} and s.status = 'active'
+        and s.id = (select m.memory_store_id from memories m where m.workspace_id = ${value('workspaceId')} and m.id = ${value('id')})
       for update),
     previous as (
       select m.* from memories m join store on store.id = m.memory_store_id
-      where m.workspace_id = ${writer.workspaceId} and m.id = ${id}
+      where m.workspace_id = ${value('workspaceId')} and m.id = ${value('id')}
       for update of m),
     updated as (
-      update memories m set content = input.content, content_size_bytes = ${Buffer.byteLength(content, 'utf8')}::int,
-        content_sha256 = ${sha256Hex(content)}::text, version_sequence = previous.version_sequence + 1, updated_at = ${at}::timestamptz
+      update memories m set content = input.content, content_size_bytes = ${value('contentSizeBytes')}::int,
+        content_sha256 = ${value('contentSha256')}::text, version_sequence = previous.version_sequence + 1, updated_at = ${value('at')}::timestamptz
       from previous, input
-      where m.workspace_id = previous.workspace_id and m.id = previous.id and previous.updated_at <= ${at}::timestamptz
-        and (${expected ?? null}::text is null or previous.content_sha256 = ${expected ?? null}::text)
+      where m.workspace_id = previous.workspace_id and m.id = previous.id and previous.updated_at <= ${value('at')}::timestamptz
+        and (${value('expected')}::text is null or previous.content_sha256 = ${value('expected')}::text)
         and previous.content <> input.content
       returning m.*, previous.content_size_bytes as previous_size),
-    version as (${insertVersionsOf('updated', { id: updatedVersionId, operation: 'updated', sequence: sql.raw('updated.version_sequence'), writer, createdAt: sql.raw('updated.updated_at') })}),
-    event as (${recordEventsOf('updated', 'memory_updated', updatedVersionId, sql.raw('updated.updated_at'))}),
+    version as (${insertVersionsOf('updated', { operation: 'updated', sequence: sql.raw('updated.version_sequence'), createdAt: sql.raw('updated.updated_at') })}),
+    event as (${recordEventsOf('updated', 'memory_updated', value('versionId'), sql.raw('updated.updated_at'))}),
     counters as (
       update memory_stores s set total_size = store.total_size + updated.content_size_bytes - updated.previous_size
       from updated, store where s.workspace_id = updated.workspace_id and s.id = updated.memory_store_id)
-    select ${RECORD_COLUMNS('updated')} from updated`);
-  const [row] = rowsOf(result);
+    select ${RECORD_COLUMNS('updated')} from updated`,
+);
+
+/** New content for a memory and its UPDATED version, or null when the transaction must answer. */
+export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
+  const [row] = await UPDATE_CONTENT(db, {
+    workspaceId: writer.workspaceId,
+    id,
+    content,
+    contentSizeBytes: Buffer.byteLength(content, 'utf8'),
+    contentSha256: sha256Hex(content),
+    expected: expected ?? null,
+    at: now.toISOString(),
+    versionId: newId('memoryVersion', now.getTime()),
+    ...actorColumns(writer.actor),
+  });
   return row ? memoryRecordOfRow({ ...row, content }) : null;
 }
