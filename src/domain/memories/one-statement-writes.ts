@@ -51,7 +51,7 @@ function insertVersionsOf(source: string, version: { operation: MemoryOperation;
     versionColumns.createdAt.name,
   ];
   return sql`insert into memory_versions (${sql.raw(names.join(', '))})
-    select ${sql.raw(copied.map(([, expression]) => expression).join(', '))}, ${value('versionId')}::text, ${version.operation}::memory_operation,
+    select ${sql.raw(copied.map(([, expression]) => expression).join(', '))}, ${value('versionId')}, ${version.operation}::memory_operation,
       ${version.sequence}, ${value('apiKeyId')}::text, ${value('sessionId')}::text, ${version.createdAt} from ${sql.raw(source)}`;
 }
 
@@ -60,6 +60,8 @@ function insertVersionsOf(source: string, version: { operation: MemoryOperation;
  * write's values (building it again for every write cost more server time than the rest of
  * the statement's handling). Each run fills them in, sends the same text (prepared on
  * PostgreSQL, db/client.ts) and announces its end, whether it wrote, wrote nothing or failed.
+ * It runs as `db.execute` runs a statement (drizzle-orm 0.45, pinned by the lockfile):
+ * through the session of `db`, a transaction's own when `db` is one, with the same logger.
  */
 function oneStatementWrite<Values extends Record<string, unknown>>(build: () => SQL) {
   let query: Query | undefined;
