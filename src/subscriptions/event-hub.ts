@@ -3,6 +3,7 @@ import { EVENTS_CHANNEL } from '../db/announcements.js';
 import type { Database } from '../db/client.js';
 import { findRevokedKeys } from '../domain/api-keys.js';
 import {
+  addSubjects,
   comparePositions,
   currentEventHorizon,
   decodeEventCursor,
@@ -247,14 +248,25 @@ export class EventHub {
         for (;;) {
           const batch = await readEventBatch(this.db, this.position, this.batchSize);
           if (batch.length === 0) break;
+          // What the events of workspaces with streams are about. A workspace's first stream
+          // may open while that is loaded, its start read before this batch was: it may be owed
+          // some of the batch's events, so what they are about is loaded too, until no such
+          // workspace is left (the fan-out below runs without a pause in which one could open).
+          const subjects: EventSubjects = { stores: new Map(), memories: new Map(), versions: new Map() };
+          const loaded = new Set<string>();
+          for (;;) {
+            const owed = batch.filter((event) => !loaded.has(event.workspaceId) && this.streams.has(event.workspaceId));
+            if (owed.length === 0) break;
+            for (const event of owed) loaded.add(event.workspaceId);
+            addSubjects(subjects, await loadEventSubjects(this.db, owed));
+          }
           const wanted = batch.filter((event) => this.streams.has(event.workspaceId));
-          const subjects = wanted.length ? await loadEventSubjects(this.db, wanted) : null;
           // Each workspace's events, in order, for its streams to filter.
           const byWorkspace = new Map<string, MemoryEventPayload[]>();
           for (const event of wanted) {
             let payloads = byWorkspace.get(event.workspaceId);
             if (!payloads) byWorkspace.set(event.workspaceId, (payloads = []));
-            payloads.push(payloadOf(event, subjects!));
+            payloads.push(payloadOf(event, subjects));
           }
           for (const [workspaceId, payloads] of byWorkspace) {
             // Streams of one filter are handed one array of events (direct sinks share what they write for it).
