@@ -273,19 +273,17 @@ function pairFilter(table: typeof memoryStores | typeof memories | typeof memory
   return sql`(${table.workspaceId}, ${table.id}) in (select * from unnest(${sql.param(pairs.workspaces)}::text[], ${sql.param(pairs.ids)}::text[]))`;
 }
 
-/** Adds what `more` holds to `subjects`. */
-export function addSubjects(subjects: EventSubjects, more: EventSubjects): void {
-  for (const [key, store] of more.stores) subjects.stores.set(key, store);
-  for (const [key, memory] of more.memories) subjects.memories.set(key, memory);
-  for (const [key, version] of more.versions) subjects.versions.set(key, version);
+/** No stores, memories or versions yet. */
+export function noEventSubjects(): EventSubjects {
+  return { stores: new Map(), memories: new Map(), versions: new Map() };
 }
 
 /**
  * The stores, live memories and versions a batch of events is about, as they are now: at
  * most three statements for the whole batch, whatever the number of streams it goes to.
+ * Added to `subjects` when given (what earlier events of the batch are about).
  */
-export async function loadEventSubjects(db: Database, events: readonly MemoryEventRecord[]): Promise<EventSubjects> {
-  const subjects: EventSubjects = { stores: new Map(), memories: new Map(), versions: new Map() };
+export async function loadEventSubjects(db: Database, events: readonly MemoryEventRecord[], subjects = noEventSubjects()): Promise<EventSubjects> {
   const stores = pairsOf(events, (event) => event.memoryStoreId);
   const memoryPairs = pairsOf(events, (event) => event.memoryId);
   const versionPairs = pairsOf(events, (event) => event.memoryVersionId);

@@ -119,6 +119,9 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
     return processRegularResult(result, fetchAPI as never, mediaType) as Response;
   };
 
+  /** `304 Not Modified` for the request that named `tag`: no body. */
+  const notModified = (tag: string, fetchAPI: { Response: typeof Response }) => new fetchAPI.Response(null, { status: 304, headers: { ETag: tag } });
+
   /** Runs a plain operation of a valid document and answers it: a compiled read, a 304, or the resolvers' result. */
   const run = async (request: Request, operation: PlainOperation, document: DocumentNode, selected: OperationDefinitionNode, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond) => {
     let deadline: Deadline | undefined;
@@ -136,7 +139,7 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
         // A conditional request whose answer has not changed: 304, without building it.
         const unchanged = await limit.within(() => pipeline.unchangedTag(request, compiled, mediaType));
         if (typeof unchanged === 'string') {
-          endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: unchanged } }));
+          endResponse(notModified(unchanged, fetchAPI));
           return;
         }
         // The time ran out: its error is the answer.
@@ -161,7 +164,7 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
           // The check found the mark unsettled, and it settled where it was before this
           // answer's snapshot: the tag the request names, so the answer is still 304.
           if (pipeline.namesRequestTag(request, tag)) {
-            endResponse(new fetchAPI.Response(null, { status: 304, headers: { ETag: tag } }));
+            endResponse(notModified(tag, fetchAPI));
             return;
           }
           headers.ETag = tag;

@@ -3,17 +3,16 @@ import { EVENTS_CHANNEL } from '../db/announcements.js';
 import type { Database } from '../db/client.js';
 import { findRevokedKeys } from '../domain/api-keys.js';
 import {
-  addSubjects,
   comparePositions,
   currentEventHorizon,
   decodeEventCursor,
   deleteExpiredEvents,
   loadEventSubjects,
+  noEventSubjects,
   readEventBatch,
   readWorkspaceEventsAfter,
   subjectKey,
   type EventPosition,
-  type EventSubjects,
   type MemoryEventRecord,
 } from '../domain/events.js';
 import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS, STREAM_REPLAY_STALL_MS } from '../domain/limits.js';
@@ -252,13 +251,13 @@ export class EventHub {
           // may open while that is loaded, its start read before this batch was: it may be owed
           // some of the batch's events, so what they are about is loaded too, until no such
           // workspace is left (the fan-out below runs without a pause in which one could open).
-          const subjects: EventSubjects = { stores: new Map(), memories: new Map(), versions: new Map() };
+          const subjects = noEventSubjects();
           const loaded = new Set<string>();
           for (;;) {
             const owed = batch.filter((event) => !loaded.has(event.workspaceId) && this.streams.has(event.workspaceId));
             if (owed.length === 0) break;
             for (const event of owed) loaded.add(event.workspaceId);
-            addSubjects(subjects, await loadEventSubjects(this.db, owed));
+            await loadEventSubjects(this.db, owed, subjects);
           }
           const wanted = batch.filter((event) => this.streams.has(event.workspaceId));
           // Each workspace's events, in order, for its streams to filter.

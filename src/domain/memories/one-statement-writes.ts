@@ -86,20 +86,31 @@ const RECORD_COLUMNS = (alias: string) =>
       `(extract(epoch from ${alias}.created_at) * 1000)::float8 as created_at, (extract(epoch from ${alias}.updated_at) * 1000)::float8 as updated_at`,
   );
 
-const CREATE = oneStatementWrite<{
+/** The values both writes take for the content they write and the version they make. */
+type ContentValues = {
   workspaceId: string;
-  memoryStoreId: string;
-  memoryId: string;
-  path: string;
   content: string;
   contentSizeBytes: number;
   contentSha256: string;
-  metadata: string;
   at: string;
   versionId: string;
   apiKeyId: string | null;
   sessionId: string | null;
-}>(
+};
+
+function contentValues(writer: Writer, content: string, now: Date): ContentValues {
+  return {
+    workspaceId: writer.workspaceId,
+    content,
+    contentSizeBytes: Buffer.byteLength(content, 'utf8'),
+    contentSha256: sha256Hex(content),
+    at: now.toISOString(),
+    versionId: newId('memoryVersion', now.getTime()),
+    ...actorColumns(writer.actor),
+  };
+}
+
+const CREATE = oneStatementWrite<ContentValues & { memoryStoreId: string; memoryId: string; path: string; metadata: string }>(
   () => sql`
     with store as (
       select s.id, s.entry_count, s.total_size from memory_stores s
@@ -127,34 +138,17 @@ export async function createMemoryInOneStatement(
   now: Date,
 ): Promise<MemoryRecord | null> {
   const [row] = await CREATE(db, {
-    workspaceId: writer.workspaceId,
+    ...contentValues(writer, input.content, now),
     memoryStoreId: input.memoryStoreId,
     memoryId: newId('memory', now.getTime()),
     path: input.path,
-    content: input.content,
-    contentSizeBytes: Buffer.byteLength(input.content, 'utf8'),
-    contentSha256: sha256Hex(input.content),
     metadata: JSON.stringify(metadata),
-    at: now.toISOString(),
-    versionId: newId('memoryVersion', now.getTime()),
-    ...actorColumns(writer.actor),
   });
   return row ? memoryRecordOfRow({ ...row, content: input.content }) : null;
 }
 
 // The content is sent once (input), however often the statement reads it.
-const UPDATE_CONTENT = oneStatementWrite<{
-  workspaceId: string;
-  id: string;
-  content: string;
-  contentSizeBytes: number;
-  contentSha256: string;
-  expected: string | null;
-  at: string;
-  versionId: string;
-  apiKeyId: string | null;
-  sessionId: string | null;
-}>(
+const UPDATE_CONTENT = oneStatementWrite<ContentValues & { id: string; expected: string | null }>(
   () => sql`
     with input as (select ${value('content')}::text as content),
     store as (
@@ -184,16 +178,6 @@ const UPDATE_CONTENT = oneStatementWrite<{
 
 /** New content for a memory and its UPDATED version, or null when the transaction must answer. */
 export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
-  const [row] = await UPDATE_CONTENT(db, {
-    workspaceId: writer.workspaceId,
-    id,
-    content,
-    contentSizeBytes: Buffer.byteLength(content, 'utf8'),
-    contentSha256: sha256Hex(content),
-    expected: expected ?? null,
-    at: now.toISOString(),
-    versionId: newId('memoryVersion', now.getTime()),
-    ...actorColumns(writer.actor),
-  });
+  const [row] = await UPDATE_CONTENT(db, { ...contentValues(writer, content, now), id, expected: expected ?? null });
   return row ? memoryRecordOfRow({ ...row, content }) : null;
 }
