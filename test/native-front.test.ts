@@ -98,11 +98,20 @@ describe('the native front', () => {
       { name: 'the GraphiQL page (handed to Yoga)', method: 'GET', path: '/graphql', headers: { accept: 'text/html' }, front: false },
       { name: 'another path (never taken)', method: 'GET', path: '/schema.graphql', front: false },
     ];
+    // A compiled read's tag is withheld while the workspace's change mark is unsettled for an
+    // instant (a transaction of this database that this test does not control): when only one
+    // of the two answers has a tag, the other is asked again, under a request id of its own.
+    const tagless = (reply: { status: number; headers: Record<string, string> }) => reply.status === 200 && reply.headers.etag === undefined;
     for (const [index, exchange] of cases.entries()) {
       const token = exchange.token === undefined ? client.token : exchange.token;
-      const yoga = await ask(yogaOnly, token, exchange, `yoga-${index}`);
-      const id = `front-${index}`;
-      const front = await ask(withFront, token, exchange, id);
+      let yoga = await ask(yogaOnly, token, exchange, `yoga-${index}`);
+      let id = `front-${index}`;
+      let front = await ask(withFront, token, exchange, id);
+      for (let attempt = 1; attempt <= 50 && tagless(yoga) !== tagless(front); attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        if (tagless(yoga)) yoga = await ask(yogaOnly, token, exchange, `yoga-${index}-${attempt}`);
+        else front = await ask(withFront, token, exchange, (id = `front-${index}-${attempt}`));
+      }
       // Each answer names its own request id.
       expect(front.headers['x-request-id'], exchange.name).toBe(id);
       delete front.headers['x-request-id'];
