@@ -13,6 +13,7 @@ import { lockDataDir } from './data-dir-lock.js';
 import * as schema from './schema.js';
 import { checkDeadline, observeStatement } from './deadline.js';
 import { recordStatement } from './statement-count.js';
+import { tallyStatement } from './snapshot-choice.js';
 import { PGLITE_PREPARED_TEXTS, preparedStatements } from './pglite-prepared.js';
 import { oneStatementAtATime } from './pglite-statements.js';
 import { PoolDemand, type PoolPart, type PoolUses, type StatementDone } from './statement-observer.js';
@@ -139,10 +140,12 @@ const MIGRATION_LOCK_KEY = 7_214_889_301;
 /**
  * Every statement drizzle sends goes through here first: it is counted (tests), and it is
  * not sent at all for a request past its time limit (the error then rolls back the
- * transaction it belongs to, if any).
+ * transaction it belongs to, if any), nor as the second statement of a read running
+ * without a snapshot (./snapshot-choice.ts).
  */
 function beforeStatement(query: string, params: unknown[]): void {
   checkDeadline();
+  tallyStatement();
   recordStatement(query, params);
 }
 

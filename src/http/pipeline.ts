@@ -1,6 +1,7 @@
 import { GraphQLError, printSchema, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type Source } from 'graphql';
 import type { Context, ContextFactory } from '../context.js';
 import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
+import { SnapshotChoice } from '../db/snapshot-choice.js';
 import type { Viewer } from '../domain/viewer.js';
 import { ByteBoundedCache, createParseCache } from '../graphql/document-cache.js';
 import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES } from '../domain/limits.js';
@@ -43,7 +44,7 @@ export const REQUEST_STAGES = [
   'deadline',
   /** The key behind the credentials: unknown or revoked, 401 (authentication.ts). */
   'identify',
-  /** Execution: queries in one read snapshot, every answer within the response budget. */
+  /** Execution: queries in one read snapshot (or alone, as the one statement they are: db/snapshot-choice.ts), every answer within the response budget. */
   'execute',
   /** One statement that identifies the key and answers the query (read-compiler/). */
   'compiledRead',
@@ -94,7 +95,10 @@ export interface RequestPipeline {
   cost(request: Request, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): GraphQLError[] | null;
   deadline(request: Request): Deadline;
   identify(request: Request): Promise<Viewer>;
-  /** Runs the operation with the viewer's context: a query in a read snapshot; the answer settled against its budget. */
+  /**
+   * Runs the operation with the viewer's context: a query in a read snapshot, or alone once
+   * it is known to need one statement (db/snapshot-choice.ts); the answer settled against its budget.
+   */
   execute(request: Request, viewer: Viewer, operation: OperationDefinitionNode, run: (context: Context) => Promise<ExecutionResult>): Promise<ExecutionResult>;
   /**
    * Runs a Forward REST request's work (http/forward-rest.ts) with the viewer's context, as
@@ -150,6 +154,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // statement and parameters, so requests share it; documents are immutable and shared
   // through the parse cache, so an operation node stands for its text.
   const compiledReads = new ByteBoundedCache<ReadTemplate>(MAX_COMPILED_READ_CACHE_BYTES, (key, template) => 2 * key.length + template.bytes + 256);
+  // Which queries answer in one statement, by operation (of a cached document, as above).
+  const snapshots = new SnapshotChoice<OperationDefinitionNode>();
   // The cost estimates of operations within the limits, by the same keys.
   const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
 
@@ -252,9 +258,14 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     },
     async execute(request, viewer, operation, run) {
       stage(request, 'execute');
-      const context = contexts.forViewer(states.of(request).id, viewer);
-      const result = operation.operation === 'query' ? await contexts.inSnapshot(context, run) : await run(context);
-      return context.budget.settle(result);
+      const id = states.of(request).id;
+      // Each attempt with a context of its own: its loaders and its response budget.
+      const attempt = async (inSnapshot: boolean) => {
+        const context = contexts.forViewer(id, viewer);
+        return context.budget.settle(inSnapshot ? await contexts.inSnapshot(context, run) : await run(context));
+      };
+      if (operation.operation !== 'query') return attempt(false);
+      return snapshots.read(operation, () => attempt(false), () => attempt(true));
     },
     perform(request, viewer, inSnapshot, work) {
       stage(request, 'execute');

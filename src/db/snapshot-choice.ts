@@ -1,0 +1,97 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * Reads in one snapshot only when they need one. A read of several statements must see one
+ * snapshot (a read-only REPEATABLE READ transaction, DatabaseHandle.readSnapshot); a read of
+ * one statement sees one anyway, and without the transaction it spends two statements and
+ * two round trips less (BEGIN and COMMIT) and, on PGlite, does not hold the database for
+ * its whole execution.
+ *
+ * Which reads those are is learned, per kind of read (for GraphQL, an operation of a cached
+ * document): a read runs in a snapshot, counted, until it has once sent at most one
+ * statement; from then on it runs alone, allowed one statement. Should it ask for a second
+ * one (its data grew: a list that was empty now has nested lists to load), that statement
+ * is refused before it is sent, the attempt's answer is thrown away whole, and the read runs
+ * again in a snapshot, as that kind of read always will from then on. The answer a client
+ * gets is therefore always from one snapshot; at worst, once per kind of read, one
+ * statement is spent twice.
+ */
+
+/** Thrown, before it is sent, by a statement beyond the one a read running alone may send. */
+export class SnapshotNeededError extends Error {
+  constructor() {
+    super('This read needs more than one statement: it runs again in one snapshot.');
+    this.name = 'SnapshotNeededError';
+  }
+}
+
+interface Tally {
+  /** Statements sent so far. */
+  sent: number;
+  /** How many may be sent. */
+  readonly limit: number;
+  /** A statement beyond the limit was refused. */
+  refused: boolean;
+}
+
+const tallies = new AsyncLocalStorage<Tally>();
+
+/** Called before each statement is sent: counts it for the read running, or refuses one beyond its limit. */
+export function tallyStatement(): void {
+  const tally = tallies.getStore();
+  if (!tally) return;
+  if (tally.sent >= tally.limit) {
+    tally.refused = true;
+    throw new SnapshotNeededError();
+  }
+  tally.sent += 1;
+}
+
+/**
+ * Runs `work` counting its statements, at most `limit` of them. A failure after a refusal
+ * is the refusal's: the result is then undefined, and `refused` says why.
+ */
+async function tallied<T>(limit: number, work: () => Promise<T>): Promise<{ result: T | undefined } & Tally> {
+  const tally: Tally = { sent: 0, limit, refused: false };
+  try {
+    return { result: await tallies.run(tally, work), ...tally };
+  } catch (error) {
+    if (!tally.refused) throw error;
+    return { result: undefined, ...tally };
+  }
+}
+
+/** What is known of a kind of read: it has needed one statement at most, or more. */
+type Need = 'one' | 'several';
+
+export class SnapshotChoice<Kind extends object> {
+  /** Weakly: a kind of read is known for as long as it is kept elsewhere (the document cache). */
+  private readonly needs = new WeakMap<Kind, Need>();
+
+  /**
+   * Runs a read of this kind: `alone` without a snapshot, `inSnapshot` in one. Each is
+   * called at most once, and only the answer returned is the client's (an attempt alone
+   * that asked for a second statement is discarded).
+   */
+  async read<T>(kind: Kind, alone: () => Promise<T>, inSnapshot: () => Promise<T>): Promise<T> {
+    const need = this.needs.get(kind);
+    if (need === 'one') {
+      const attempt = await tallied(1, alone);
+      if (!attempt.refused) return attempt.result as T;
+      this.needs.set(kind, 'several');
+      return inSnapshot();
+    }
+    if (need === 'several') return inSnapshot();
+    const counted = await tallied(Number.POSITIVE_INFINITY, inSnapshot);
+    // Several statements once is enough to stay in snapshots (whatever another request of
+    // this kind learned meanwhile); one is learned only of a kind not known yet.
+    if (counted.sent > 1) this.needs.set(kind, 'several');
+    else if (!this.needs.has(kind)) this.needs.set(kind, 'one');
+    return counted.result as T;
+  }
+
+  /** What is known of a kind of read (tests). */
+  needOf(kind: Kind): Need | undefined {
+    return this.needs.get(kind);
+  }
+}
