@@ -6,6 +6,7 @@ import type { DatabaseHandle } from '../src/db/client.js';
 import { SnapshotChoice, SnapshotNeededError, tallyStatement } from '../src/db/snapshot-choice.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { createMemory, createStore, updateMemory } from './support/builders.js';
+import { RestClient } from './support/rest.js';
 import { TestClient, useTestServer } from './support/server.js';
 
 /**
@@ -119,6 +120,34 @@ describe('a query the resolvers answer', () => {
     expect(seen.snapshots).toBe(3);
     const created = await client.send({ query: `mutation { createMemory(input: { memoryStoreId: "${store.id}", path: "notes/b.md", content: "b" }) { __typename } }` });
     expect(created.data.createMemory.__typename).toBe('CreateMemorySuccess');
+    expect(seen.snapshots).toBe(3);
+  });
+});
+
+describe('a Forward REST read', () => {
+  it('of one statement runs without a snapshot from its second time; one of several keeps its snapshot', async () => {
+    const admin = await server.newWorkspace();
+    const store = await createStore(admin);
+    const memory = await createMemory(admin, store.id, { path: 'notes/rest.md', content: 'rest' });
+    // The handlers answer (a compiled read would answer getMemory in its one statement).
+    const { seen, app } = countingSnapshots(false);
+    const rest = new RestClient(app, admin.token);
+    const bodies: unknown[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      const { result, statements } = await statementsOf(() => rest.send('GET', `/memory_stores/${store.id}/memories/${memory.id}`));
+      expect(result.status).toBe(200);
+      expect(statements).toHaveLength(1);
+      bodies.push(result.body);
+    }
+    expect(bodies[2]).toEqual(bodies[0]);
+    expect(seen.snapshots).toBe(1);
+    // The store, then its page: two statements, in a snapshot each time.
+    for (let round = 0; round < 2; round += 1) {
+      const { result, statements } = await statementsOf(() => rest.send('GET', `/memory_stores/${store.id}/memories`));
+      expect(result.status).toBe(200);
+      expect(result.body.data.map((item: { id: string }) => item.id)).toEqual([memory.id]);
+      expect(statements.length).toBeGreaterThan(1);
+    }
     expect(seen.snapshots).toBe(3);
   });
 });

@@ -133,7 +133,7 @@ export function useForwardRest(pipeline: RequestPipeline): Plugin {
           ]);
         }
         const input = { params, query, body, idempotencyKey };
-        return pipeline.perform(request, viewer, route.readOnly && route.oneStatement !== true, async (context) => {
+        return pipeline.perform(request, viewer, route.readOnly ? route : null, async (context) => {
           if (idempotencyKey === null || route.readOnly) return JSON.stringify(await route.handle(context, input));
           const requestSha256 = sha256Hex(canonicalJson([route.method, route.path, params, query, rawBody ?? null]));
           const replay = await runOnce(context.db, viewer, { key: idempotencyKey, requestSha256, field: ['Idempotency-Key'] }, context.now, async (tx) =>

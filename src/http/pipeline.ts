@@ -101,10 +101,11 @@ export interface RequestPipeline {
    */
   execute(request: Request, viewer: Viewer, operation: OperationDefinitionNode, run: (context: Context) => Promise<ExecutionResult>): Promise<ExecutionResult>;
   /**
-   * Runs a Forward REST request's work (http/forward-rest.ts) with the viewer's context, as
-   * `execute` runs an operation: in one read snapshot when `inSnapshot` (a read of several statements).
+   * Runs work with the viewer's context, as `execute` runs an operation (and Forward REST,
+   * http/forward-rest.ts, a request): a read, `read` standing for its kind, in one read
+   * snapshot or alone (db/snapshot-choice.ts); anything else (`read` null) as it is.
    */
-  perform<T>(request: Request, viewer: Viewer, inSnapshot: boolean, work: (context: Context) => Promise<T>): Promise<T>;
+  perform<T>(request: Request, viewer: Viewer, read: object | null, work: (context: Context) => Promise<T>): Promise<T>;
   /** The compiled form of a read, or null when the resolvers answer. */
   compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null;
   /**
@@ -154,8 +155,9 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // statement and parameters, so requests share it; documents are immutable and shared
   // through the parse cache, so an operation node stands for its text.
   const compiledReads = new ByteBoundedCache<ReadTemplate>(MAX_COMPILED_READ_CACHE_BYTES, (key, template) => 2 * key.length + template.bytes + 256);
-  // Which queries answer in one statement, by operation (of a cached document, as above).
-  const snapshots = new SnapshotChoice<OperationDefinitionNode>();
+  // Which reads answer in one statement, by kind: a query's operation (of a cached document,
+  // as above), a REST route.
+  const snapshots = new SnapshotChoice<object>();
   // The cost estimates of operations within the limits, by the same keys.
   const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
 
@@ -256,21 +258,19 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       if (!state.credentials) throw unauthenticated();
       return (state.viewer = await gate.viewer(state.credentials));
     },
-    async execute(request, viewer, operation, run) {
+    execute(request, viewer, operation, run) {
+      return this.perform(request, viewer, operation.operation === 'query' ? operation : null, async (context) => context.budget.settle(await run(context)));
+    },
+    perform(request, viewer, read, work) {
       stage(request, 'execute');
       const id = states.of(request).id;
       // Each attempt with a context of its own: its loaders and its response budget.
-      const attempt = async (inSnapshot: boolean) => {
+      const attempt = (inSnapshot: boolean) => {
         const context = contexts.forViewer(id, viewer);
-        return context.budget.settle(inSnapshot ? await contexts.inSnapshot(context, run) : await run(context));
+        return inSnapshot ? contexts.inSnapshot(context, work) : work(context);
       };
-      if (operation.operation !== 'query') return attempt(false);
-      return snapshots.read(operation, () => attempt(false), () => attempt(true));
-    },
-    perform(request, viewer, inSnapshot, work) {
-      stage(request, 'execute');
-      const context = contexts.forViewer(states.of(request).id, viewer);
-      return inSnapshot ? contexts.inSnapshot(context, work) : work(context);
+      if (read === null) return attempt(false);
+      return snapshots.read(read, () => attempt(false), () => attempt(true));
     },
     compile(document, operation, variables) {
       if (!options.run || operation.operation !== 'query') return null;

@@ -33,10 +33,8 @@ export interface RestRoute<Params extends z.ZodObject = z.ZodObject, Query exten
   body: Body;
   /** Whether the request must carry `Idempotency-Key` (else 400 idempotency_key_required). */
   idempotencyKeyRequired: boolean;
-  /** Reads run in one read snapshot, unless they are one statement (which sees one state by itself). */
+  /** Reads run in one read snapshot, unless seen to be one statement (which sees one state by itself: db/snapshot-choice.ts). */
   readOnly: boolean;
-  /** A read of one statement: it needs no snapshot transaction around it. */
-  oneStatement?: boolean;
   /**
    * The same read as a GraphQL query the read compiler answers in one statement that also
    * identifies the key (read-compiler/): tried first; when the compiler leaves the answer to

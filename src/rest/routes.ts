@@ -178,7 +178,6 @@ export const ROUTES: readonly RestRoute[] = [
     body: null,
     idempotencyKeyRequired: false,
     readOnly: true,
-    oneStatement: true,
     answer: schemas.MemoryObject,
     action: () => READ_MEMORIES,
     compiledRead: compiledRoute<{ memory_store_id: string; memory_id: string }>(
@@ -274,7 +273,6 @@ export const ROUTES: readonly RestRoute[] = [
     body: null,
     idempotencyKeyRequired: false,
     readOnly: true,
-    oneStatement: true,
     answer: schemas.MemoryVersionObject,
     action: () => READ_VERSIONS,
     handle: async (context, { params }) => memoryVersionObject(await loadVersionOfStore(context, params.memory_store_id, params.memory_version_id), true),
