@@ -166,13 +166,13 @@ export async function searchMemories(db: Database, viewer: Viewer, filter: Searc
       left join memories m on m.workspace_id = ${viewer.workspaceId} and m.id = p.id
     order by p.score desc nulls last, p.path asc, p.id asc`);
   const rows = rowsOf(result);
-  const lexemes = searchedLexemes(rows[0]?.tree);
+  const words = new SearchedWords(searchedLexemes(rows[0]?.tree));
   const total = Number(rows[0]?.total ?? 0);
   const hasPreviousPage = after !== null && rows[0]?.behind === true;
   const found = rows.filter((row) => row.id != null);
   const hits = found.slice(0, size).map((row) => {
     const memory: MemorySummary = memoryRecordOfRow(row, { createdAt: 'created_at_ms', updatedAt: 'updated_at_ms' });
-    return { memory, score: Number(row.score), snippet: snippetOf(memory.content!, lexemes) };
+    return { memory, score: Number(row.score), snippet: snippetOf(memory.content!, words) };
   });
   return { hits, total, hasNextPage: found.length > size, hasPreviousPage };
 }
@@ -183,16 +183,30 @@ export async function searchMemories(db: Database, viewer: Viewer, filter: Searc
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
+ * The searched words, ready to find in text: each word's pattern is made once for a whole
+ * search (making a pattern of Unicode classes costs about twice what running it over a
+ * hit's content does).
+ */
+export class SearchedWords {
+  readonly patterns: readonly RegExp[];
+
+  constructor(lexemes: readonly string[]) {
+    this.patterns = [...new Set(lexemes)]
+      .filter((lexeme) => lexeme !== '')
+      .map((lexeme) => new RegExp(`(?<![\\p{L}\\p{N}\\p{M}])${escapeRegExp(lexeme)}(?![\\p{L}\\p{N}\\p{M}])`, 'giu'));
+  }
+}
+
+const wordsOf = (words: SearchedWords | readonly string[]) => (words instanceof SearchedWords ? words : new SearchedWords(words));
+
+/**
  * Where the searched words occur in a text, as the parser splits words: a case-insensitive
  * match not inside a longer run of letters and digits. Overlapping matches are merged.
  */
-export function matchRanges(text: string, lexemes: readonly string[]): TextRange[] {
+export function matchRanges(text: string, words: SearchedWords | readonly string[]): TextRange[] {
   const ranges: TextRange[] = [];
-  for (const lexeme of new Set(lexemes)) {
-    if (lexeme === '') continue;
-    const pattern = new RegExp(`(?<![\\p{L}\\p{N}\\p{M}])${escapeRegExp(lexeme)}(?![\\p{L}\\p{N}\\p{M}])`, 'giu');
-    for (const match of text.matchAll(pattern)) ranges.push({ start: match.index, end: match.index + match[0].length });
-  }
+  // matchAll runs a copy of the pattern: the shared one keeps no state between texts.
+  for (const pattern of wordsOf(words).patterns) for (const match of text.matchAll(pattern)) ranges.push({ start: match.index, end: match.index + match[0].length });
   ranges.sort((left, right) => left.start - right.start || left.end - right.end);
   const merged: TextRange[] = [];
   for (const range of ranges) {
@@ -217,14 +231,21 @@ const LEAD_IN = 40;
  * without a match in the content (the path matched), its beginning. Never splits a
  * surrogate pair.
  */
-export function snippetOf(content: string, lexemes: readonly string[]): SearchSnippet {
-  const all = matchRanges(content, lexemes);
+export function snippetOf(content: string, words: SearchedWords | readonly string[]): SearchSnippet {
+  const all = matchRanges(content, words);
   let start = 0;
   if (content.length > SEARCH_SNIPPET_MAX_LENGTH && all.length > 0) {
+    // Each match's window, in order: its start never decreases, so the matches inside it
+    // (merged ranges are ordered and apart: those ending by its end, less those starting
+    // before its start) are counted with two indexes moving forward.
     let best = -1;
+    let endingInside = 0;
+    let startingBefore = 0;
     for (const anchor of all) {
       const from = Math.max(0, Math.min(anchor.start - LEAD_IN, content.length - SEARCH_SNIPPET_MAX_LENGTH));
-      const inside = all.filter((range) => range.start >= from && range.end <= from + SEARCH_SNIPPET_MAX_LENGTH).length;
+      while (endingInside < all.length && all[endingInside]!.end <= from + SEARCH_SNIPPET_MAX_LENGTH) endingInside += 1;
+      while (startingBefore < all.length && all[startingBefore]!.start < from) startingBefore += 1;
+      const inside = Math.max(0, endingInside - startingBefore);
       if (inside > best) {
         best = inside;
         start = from;

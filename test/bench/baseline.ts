@@ -22,7 +22,7 @@ import { createHash, randomInt } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import postgres from 'postgres';
 // The snippet of a hit, as memstore cuts it: the same words, the same text (a pure function).
-import { snippetOf } from '../../src/domain/search.js';
+import { SearchedWords, snippetOf } from '../../src/domain/search.js';
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) {
@@ -239,9 +239,9 @@ const handlers: Record<string, Handler> = {
     const [row] = await sql.unsafe(S1, [token, String(input.query), first + 1], { prepare: true });
     if (Number(row!.authenticated) === 0) throw unauthenticated();
     // The words a hit must contain, as memstore reads them (domain/search.ts).
-    const lexemes = [...String(row!.tree).matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'"));
+    const words = new SearchedWords([...String(row!.tree).matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'")));
     const hits = JSON.parse(row!.body as string) as { id: string; path: string; score: number; content: string }[];
-    const edges = hits.slice(0, first).map((hit) => ({ score: hit.score, snippet: snippetOf(hit.content, lexemes), node: { id: hit.id, path: hit.path } }));
+    const edges = hits.slice(0, first).map((hit) => ({ score: hit.score, snippet: snippetOf(hit.content, words), node: { id: hit.id, path: hit.path } }));
     return JSON.stringify({ edges, pageInfo: { hasNextPage: hits.length > first } });
   },
   '/e1': async (token, input) => {
