@@ -1,4 +1,4 @@
-import { createHash, randomInt } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 import { and, count, eq, getTableColumns, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { apiKeys, workspaces } from '../db/schema.js';
@@ -45,7 +45,7 @@ export function generateToken(): string {
 
 /** Tokens are stored only as this lower-case hex SHA-256. */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /**

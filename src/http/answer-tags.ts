@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { CHANGE_MARK_UNSETTLED } from '../domain/events.js';
 
 /**
@@ -15,13 +15,13 @@ export class AnswerTags {
 
   /** `sdl`: the schema's text; a new schema (a new memstore) never takes the tags of the old one. */
   constructor(sdl: string) {
-    this.server = createHash('sha256').update(sdl).digest('base64url');
+    this.server = hash('sha256', sdl, 'base64url');
   }
 
   /** The weak tag `W/"…"` of an answer, or null when it has none (no mark, or an unsettled one). */
   tag(mark: string | null, key: { workspaceId: string; apiKeyId: string }, shape: string, representation: string): string | null {
     if (mark === null || mark === CHANGE_MARK_UNSETTLED) return null;
-    const digest = createHash('sha256').update(JSON.stringify([this.server, representation, key.workspaceId, key.apiKeyId, shape, mark])).digest('base64url');
+    const digest = hash('sha256', JSON.stringify([this.server, representation, key.workspaceId, key.apiKeyId, shape, mark]), 'base64url');
     return `W/"${digest}"`;
   }
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { getTableColumns } from 'drizzle-orm';
 import { memories } from '../../db/schema.js';
 import { NotFoundError } from '../errors.js';
@@ -41,7 +41,7 @@ export const MEMORY_LISTS: Record<MemoryOrder, KeysetList<MemorySummary>> = {
 
 /** The lower-case hex SHA-256 of a text's UTF-8 bytes: a memory's contentSha256. */
 export function sha256Hex(content: string): string {
-  return createHash('sha256').update(content, 'utf8').digest('hex');
+  return hash('sha256', content, 'hex');
 }
 
 export function memoryNotFound(id: string): NotFoundError {
