@@ -5,6 +5,7 @@ import { createApp } from '../src/app.js';
 import type { DatabaseHandle } from '../src/db/client.js';
 import { SnapshotChoice, SnapshotNeededError, tallyStatement } from '../src/db/snapshot-choice.js';
 import { recordStatements } from '../src/db/statement-count.js';
+import { QUERY_OUTCOME, ResponseBudget } from '../src/graphql/response-budget.js';
 import { createMemory, createStore, updateMemory } from './support/builders.js';
 import { RestClient } from './support/rest.js';
 import { TestClient, useTestServer } from './support/server.js';
@@ -106,6 +107,19 @@ describe('a query the resolvers answer', () => {
     expect(seen.snapshots).toBe(1);
   });
 
+  it('learns nothing from an answer with errors: bad input leaves the next request in a snapshot', async () => {
+    const admin = await server.newWorkspace();
+    const { seen, app } = countingSnapshots();
+    const client = new TestClient(app, admin.token, admin.workspaceId);
+    const query = 'query ($first: Int!) { searchMemories(query: "quagga", first: $first) { edges { node { id } } } }';
+    const refused = await client.send({ query, variables: { first: 100_000 } });
+    expect(refused.errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST');
+    expect(seen.snapshots).toBe(1);
+    for (let round = 0; round < 3; round += 1) expect((await client.send({ query, variables: { first: 5 } })).data.searchMemories.edges).toEqual([]);
+    // The first valid answer taught it; the next two ran alone.
+    expect(seen.snapshots).toBe(2);
+  });
+
   it('of several statements keeps its snapshot: a mutation never takes one', async () => {
     const admin = await server.newWorkspace();
     const { seen, app } = countingSnapshots();
@@ -153,6 +167,35 @@ describe('a Forward REST read', () => {
 });
 
 describe('SnapshotChoice', () => {
+  it('keeps the answer of an attempt alone that stands although refused (its budget spent), and learns only from answers that teach', async () => {
+    const choice = new SnapshotChoice<object>();
+    const kind = {};
+    const outcome = { teaches: (answer: string) => !answer.startsWith('error'), stands: (answer: string) => answer === 'too large' };
+    expect(await choice.read(kind, sending(0, 'alone'), sending(0, 'error: bad input'), outcome)).toBe('error: bad input');
+    expect(choice.needOf(kind)).toBeUndefined();
+    expect(await choice.read(kind, sending(0, 'alone'), sending(1, 'fine'), outcome)).toBe('fine');
+    expect(choice.needOf(kind)).toBe('one');
+    let snapshots = 0;
+    const inSnapshot = async () => {
+      snapshots += 1;
+      return 'snapshot';
+    };
+    // Its second statement refused (and the refusal caught, as the executor catches a resolver's error).
+    const tooLarge = async () => {
+      tallyStatement();
+      expect(() => tallyStatement()).toThrow(SnapshotNeededError);
+      return 'too large';
+    };
+    expect(await choice.read(kind, tooLarge, inSnapshot, outcome)).toBe('too large');
+    expect(snapshots).toBe(0);
+    expect(choice.needOf(kind)).toBe('several');
+    // A budget's answer is one that stands; an execution's own does not.
+    const budget = new ResponseBudget(10);
+    expect(() => budget.spend(11)).toThrow();
+    expect(QUERY_OUTCOME.stands!(budget.settle({ data: { a: 1 } }))).toBe(true);
+    expect(QUERY_OUTCOME.stands!(new ResponseBudget().settle({ data: { a: 1 } }))).toBe(false);
+  });
+
   /** A read that "sends" n statements (as the database handles count them), then answers. */
   const sending = (n: number, answer: string, gate?: Promise<void>) => async () => {
     for (let index = 0; index < n; index += 1) {

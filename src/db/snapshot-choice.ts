@@ -64,6 +64,21 @@ async function tallied<T>(limit: number, work: () => Promise<T>): Promise<{ resu
 /** What is known of a kind of read: it has needed one statement at most, or more. */
 type Need = 'one' | 'several';
 
+/** What a read's answer says, besides its statements (by default: it teaches, and it does not stand). */
+export interface ReadOutcome<T> {
+  /**
+   * Whether an answer tells how many statements its kind needs: one with errors may have
+   * stopped short (bad input, a time limit), and teaches nothing.
+   */
+  teaches?(result: T): boolean;
+  /**
+   * Whether an attempt alone's answer stands although a statement was refused it: it
+   * ended the request's work itself (its answer grew past the request's budget, which
+   * stops every further statement), so a run in a snapshot would only fail the same way.
+   */
+  stands?(result: T): boolean;
+}
+
 export class SnapshotChoice<Kind extends object> {
   /** Weakly: a kind of read is known for as long as it is kept elsewhere (the document cache). */
   private readonly needs = new WeakMap<Kind, Need>();
@@ -71,23 +86,26 @@ export class SnapshotChoice<Kind extends object> {
   /**
    * Runs a read of this kind: `alone` without a snapshot, `inSnapshot` in one. Each is
    * called at most once, and only the answer returned is the client's (an attempt alone
-   * that asked for a second statement is discarded).
+   * that asked for a second statement is discarded, unless it stands).
    */
-  async read<T>(kind: Kind, alone: () => Promise<T>, inSnapshot: () => Promise<T>): Promise<T> {
+  async read<T>(kind: Kind, alone: () => Promise<T>, inSnapshot: () => Promise<T>, outcome: ReadOutcome<T> = {}): Promise<T> {
     const need = this.needs.get(kind);
     if (need === 'one') {
       const attempt = await tallied(1, alone);
       if (!attempt.refused) return attempt.result as T;
       this.needs.set(kind, 'several');
+      if (attempt.result !== undefined && outcome.stands?.(attempt.result)) return attempt.result;
       return inSnapshot();
     }
     if (need === 'several') return inSnapshot();
     const counted = await tallied(Number.POSITIVE_INFINITY, inSnapshot);
+    const result = counted.result as T;
     // Several statements once is enough to stay in snapshots (whatever another request of
-    // this kind learned meanwhile); one is learned only of a kind not known yet.
+    // this kind learned meanwhile); one is learned only of a kind not known yet, from an
+    // answer that tells.
     if (counted.sent > 1) this.needs.set(kind, 'several');
-    else if (!this.needs.has(kind)) this.needs.set(kind, 'one');
-    return counted.result as T;
+    else if (!this.needs.has(kind) && (outcome.teaches?.(result) ?? true)) this.needs.set(kind, 'one');
+    return result;
   }
 
   /** What is known of a kind of read (tests). */

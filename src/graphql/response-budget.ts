@@ -1,5 +1,6 @@
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import { stopStatements } from '../db/deadline.js';
+import type { ReadOutcome } from '../db/snapshot-choice.js';
 import { MAX_RESPONSE_BYTES } from '../domain/limits.js';
 
 /**
@@ -21,6 +22,19 @@ export function responseTooLarge(maxBytes = MAX_RESPONSE_BYTES): GraphQLError {
     { extensions: { code: RESPONSE_TOO_LARGE, max: maxBytes, http: { status: 400 } } },
   );
 }
+
+/** The answers settle gave in place of an execution's, its budget spent. */
+const spentAnswers = new WeakSet<object>();
+
+/**
+ * What a query's answer says of its statements: only an answer without errors tells how
+ * many its operation needs; one whose budget was spent stands (its request may send no
+ * further statement: a run in a snapshot could only fail the same way).
+ */
+export const QUERY_OUTCOME: ReadOutcome<ExecutionResult> = {
+  teaches: (result) => !result.errors?.length,
+  stands: (result) => spentAnswers.has(result),
+};
 
 export class ResponseBudget {
   private spent = 0;
@@ -47,7 +61,10 @@ export class ResponseBudget {
 
   /** The answer to give: the execution's own, or RESPONSE_TOO_LARGE alone once the budget was spent. */
   settle<Result extends ExecutionResult>(result: Result): Result | ExecutionResult {
-    return this.error ? { errors: [this.error] } : result;
+    if (!this.error) return result;
+    const spent = { errors: [this.error] };
+    spentAnswers.add(spent);
+    return spent;
   }
 }
 

@@ -1,11 +1,12 @@
 import { GraphQLError, printSchema, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type Source } from 'graphql';
 import type { Context, ContextFactory } from '../context.js';
 import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
-import { SnapshotChoice } from '../db/snapshot-choice.js';
+import { SnapshotChoice, type ReadOutcome } from '../db/snapshot-choice.js';
 import type { Viewer } from '../domain/viewer.js';
 import { ByteBoundedCache, createParseCache } from '../graphql/document-cache.js';
 import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
+import { QUERY_OUTCOME } from '../graphql/response-budget.js';
 import { estimateCost, parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
 import { kindOfId } from '../domain/ids.js';
 import { compileRead, compileReadTemplate, idVariablesOf, type CompiledAnswer, type CompiledRead, type IdSlot, type ReadTemplate } from '../read-compiler/compile.js';
@@ -105,7 +106,7 @@ export interface RequestPipeline {
    * http/forward-rest.ts, a request): a read, `read` standing for its kind, in one read
    * snapshot or alone (db/snapshot-choice.ts); anything else (`read` null) as it is.
    */
-  perform<T>(request: Request, viewer: Viewer, read: object | null, work: (context: Context) => Promise<T>): Promise<T>;
+  perform<T>(request: Request, viewer: Viewer, read: object | null, work: (context: Context) => Promise<T>, outcome?: ReadOutcome<T>): Promise<T>;
   /** The compiled form of a read, or null when the resolvers answer. */
   compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null;
   /**
@@ -259,9 +260,10 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return (state.viewer = await gate.viewer(state.credentials));
     },
     execute(request, viewer, operation, run) {
-      return this.perform(request, viewer, operation.operation === 'query' ? operation : null, async (context) => context.budget.settle(await run(context)));
+      const work = async (context: Context) => context.budget.settle(await run(context));
+      return this.perform(request, viewer, operation.operation === 'query' ? operation : null, work, QUERY_OUTCOME);
     },
-    perform(request, viewer, read, work) {
+    perform(request, viewer, read, work, outcome) {
       stage(request, 'execute');
       const id = states.of(request).id;
       // Each attempt with a context of its own: its loaders and its response budget.
@@ -270,7 +272,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
         return inSnapshot ? contexts.inSnapshot(context, work) : work(context);
       };
       if (read === null) return attempt(false);
-      return snapshots.read(read, () => attempt(false), () => attempt(true));
+      return snapshots.read(read, () => attempt(false), () => attempt(true), outcome);
     },
     compile(document, operation, variables) {
       if (!options.run || operation.operation !== 'query') return null;
