@@ -2,6 +2,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../src/app.js';
 import { createDb, type DatabaseHandle } from '../src/db/client.js';
+import { recordStatements } from '../src/db/statement-count.js';
 import { ensureAdminKey, generateToken } from '../src/domain/api-keys.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { TcpProxy } from './support/tcp-proxy.js';
@@ -78,6 +79,46 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
     expect((await readiness(app)).result).toBe(200);
     const listed = await post(app, LIST);
     expect(listed.body.data.memoryStores.edges.map((edge: any) => edge.node.name)).toEqual(['after the outage']);
+  });
+
+  it('a query running alone (one statement, as it learned) whose connections drop answers 503 DATABASE_UNAVAILABLE, then answers alone again once the database is back', async () => {
+    // The search's statement goes through db.execute: just before the next one, every connection is dropped.
+    let beforeNextExecute: (() => Promise<void>) | null = null;
+    let snapshots = 0;
+    const db = new Proxy(database.db, {
+      get(target, property, receiver) {
+        if (property !== 'execute') return Reflect.get(target, property, receiver);
+        return async (...args: Parameters<DatabaseHandle['db']['execute']>) => {
+          const before = beforeNextExecute;
+          beforeNextExecute = null;
+          await before?.();
+          return target.execute(...args);
+        };
+      },
+    });
+    const watched = createApp({
+      config: { nodeEnv: 'test', graphiql: false },
+      database: { ...database, db, readSnapshot: (work) => ((snapshots += 1), database.readSnapshot(work)) },
+    });
+    const SEARCH = '{ searchMemories(query: "outage") { totalCount edges { node { id } } } }';
+    for (let round = 0; round < 2; round += 1) expect((await post(watched, SEARCH)).body.data.searchMemories.totalCount).toBe(0);
+    expect(snapshots).toBe(1);
+    beforeNextExecute = () => proxy.refuse();
+    try {
+      const { result: answer, statements } = await recordStatements(() => post(watched, SEARCH));
+      // The key was found; the search's statement is the one that met the dropped connections.
+      expect(statements.map((statement) => statement.sql.includes('ts_rank_cd'))).toEqual([false, true]);
+      expect(answer.status).toBe(503);
+      expect(answer.body.errors[0].extensions.code).toBe('DATABASE_UNAVAILABLE');
+      // A failure is not a second statement: no run in a snapshot after it.
+      expect(snapshots).toBe(1);
+    } finally {
+      await proxy.restore();
+    }
+    const again = await post(watched, SEARCH);
+    expect(again.status).toBe(200);
+    expect(again.body.data.searchMemories.totalCount).toBe(0);
+    expect(snapshots).toBe(1);
   });
 
   it('a database that never answers: /readyz says 503 within a second, and a request answers 503 DATABASE_UNAVAILABLE before its time limit', async () => {
