@@ -197,16 +197,14 @@ export class SearchedWords {
   }
 }
 
-const wordsOf = (words: SearchedWords | readonly string[]) => (words instanceof SearchedWords ? words : new SearchedWords(words));
-
 /**
  * Where the searched words occur in a text, as the parser splits words: a case-insensitive
  * match not inside a longer run of letters and digits. Overlapping matches are merged.
  */
-export function matchRanges(text: string, words: SearchedWords | readonly string[]): TextRange[] {
+export function matchRanges(text: string, words: SearchedWords): TextRange[] {
   const ranges: TextRange[] = [];
   // matchAll runs a copy of the pattern: the shared one keeps no state between texts.
-  for (const pattern of wordsOf(words).patterns) for (const match of text.matchAll(pattern)) ranges.push({ start: match.index, end: match.index + match[0].length });
+  for (const pattern of words.patterns) for (const match of text.matchAll(pattern)) ranges.push({ start: match.index, end: match.index + match[0].length });
   ranges.sort((left, right) => left.start - right.start || left.end - right.end);
   const merged: TextRange[] = [];
   for (const range of ranges) {
@@ -231,7 +229,7 @@ const LEAD_IN = 40;
  * without a match in the content (the path matched), its beginning. Never splits a
  * surrogate pair.
  */
-export function snippetOf(content: string, words: SearchedWords | readonly string[]): SearchSnippet {
+export function snippetOf(content: string, words: SearchedWords): SearchSnippet {
   const all = matchRanges(content, words);
   let start = 0;
   if (content.length > SEARCH_SNIPPET_MAX_LENGTH && all.length > 0) {
