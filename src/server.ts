@@ -28,14 +28,19 @@ const SHUTDOWN_IDLE_SWEEP_MS = 50;
 
 /**
  * How far, in percent, the JavaScript heap may grow past what the last full garbage
- * collection kept before the next one starts. Under steady load a request's objects outlive
- * two young-generation collections (the request waits on the database meanwhile), so they
- * are promoted to the old generation and die there; with V8's own factor for a heap of this
- * size (up to 4×) the process's memory then swings between about its idle size and 100 MB
- * above it, every few seconds. At 1.5× it stays within about 10 MB of the idle size, for
- * full collections that are more frequent and as short (the live heap is the same).
+ * collection kept before the next one starts. Under steady load every request leaves a few
+ * KB in the old generation (measured with --trace-gc-nvp: 4–5 KB per one-memory read, 3 KB
+ * even for a request refused before any statement; the hand-written baseline of the
+ * benchmark, 3.6 KB), which only a full collection frees. The factor trades the process's
+ * memory against how often those full collections pause it, and each pause holds up every
+ * request in flight: with V8's own factor for a heap of this size (up to 4×) memory swings
+ * by 100 MB and more every few seconds; at 1.5× it stays within about 10 MB of the idle
+ * size, but full collections come five times as often and the slowest requests wait for
+ * them (one-memory reads at 32 connections: p99 53–64 ms, against 24–25 with V8's factor).
+ * At 2× the memory stays as level through two-minute runs and p99 is 35–49 ms (README,
+ * "Memory").
  */
-export const HEAP_GROWING_PERCENT = 50;
+export const HEAP_GROWING_PERCENT = 100;
 
 /** The V8 flag main() sets: none when node was started with its own `--heap-growing-percent`. */
 export function heapGrowingFlag(execArgv: readonly string[]): string | null {
