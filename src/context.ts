@@ -29,16 +29,84 @@ export interface LiveContext {
   transport?: StreamTransport;
 }
 
-/** The context of one request, on `db` (the pool, or a read snapshot's transaction). */
-function contextOn(db: Database, fields: Omit<Context, 'db' | 'loaders'>): Context {
-  let loaders: Loaders | undefined;
-  return {
-    ...fields,
-    db,
-    get loaders() {
-      return (loaders ??= createLoaders(db, fields.viewer));
-    },
-  };
+/** The fields of a context that do not depend on the database it reads. */
+type ContextFields = Omit<Context, 'db' | 'loaders'>;
+
+/**
+ * The context of one request, on `db` (the pool, or a transaction of the request). A class,
+ * not an object literal with a getter: V8 gives each such literal a hidden class of its own,
+ * kept in the old generation, which holds the literal's closures (and through them the
+ * request's objects) until a full garbage collection (see ClientGoneSignal in
+ * http/native-front.ts).
+ */
+class RequestContext implements Context {
+  readonly viewer: Viewer;
+  readonly requestId: string;
+  readonly now: Date;
+  readonly budget: ResponseBudget;
+  readonly memoryWrites: MemoryWriteOptions;
+  readonly live?: LiveContext;
+  private made: Loaders | undefined;
+
+  constructor(
+    readonly db: Database,
+    fields: ContextFields,
+  ) {
+    this.viewer = fields.viewer;
+    this.requestId = fields.requestId;
+    this.now = fields.now;
+    this.budget = fields.budget;
+    this.memoryWrites = fields.memoryWrites;
+    if (fields.live) this.live = fields.live;
+  }
+
+  get loaders(): Loaders {
+    return (this.made ??= createLoaders(this.db, this.viewer));
+  }
+}
+
+function fieldsOf(context: Context): ContextFields {
+  return { viewer: context.viewer, requestId: context.requestId, now: context.now, budget: context.budget, memoryWrites: context.memoryWrites, live: context.live };
+}
+
+/** The same request's context on another database handle (a transaction of it), with loaders of its own. */
+export function contextOnDatabase(context: Context, db: Database): Context {
+  return new RequestContext(db, fieldsOf(context));
+}
+
+/** A stream's context: the fields of the event being answered (StreamContext.renew before each). */
+class StreamContext implements Context {
+  readonly db: Database;
+  readonly viewer: Viewer;
+  readonly requestId: string;
+  readonly memoryWrites: MemoryWriteOptions;
+  readonly live: LiveContext;
+  private current: RequestContext;
+
+  constructor(db: Database, fields: ContextFields & { live: LiveContext }) {
+    this.db = db;
+    this.viewer = fields.viewer;
+    this.requestId = fields.requestId;
+    this.memoryWrites = fields.memoryWrites;
+    this.live = fields.live;
+    this.current = new RequestContext(db, fields);
+  }
+
+  get now(): Date {
+    return this.current.now;
+  }
+
+  get budget(): ResponseBudget {
+    return this.current.budget;
+  }
+
+  get loaders(): Loaders {
+    return this.current.loaders;
+  }
+
+  renew(): void {
+    this.current = new RequestContext(this.db, { viewer: this.viewer, requestId: this.requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites: this.memoryWrites, live: this.live });
+  }
 }
 
 export interface ContextFactory {
@@ -63,33 +131,11 @@ export function createContextFactory(
 ): ContextFactory {
   const readSnapshot = database.readSnapshot ?? ((work) => database.db.transaction((tx) => work(tx as Database)));
   return {
-    forViewer: (requestId, viewer) => contextOn(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites }),
+    forViewer: (requestId, viewer) => new RequestContext(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites }),
     forStream: (requestId, viewer, live) => {
-      let current = contextOn(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites, live });
-      const context = {
-        viewer,
-        requestId,
-        memoryWrites,
-        live,
-        db: database.db,
-        get now() {
-          return current.now;
-        },
-        get budget() {
-          return current.budget;
-        },
-        get loaders() {
-          return current.loaders;
-        },
-      } as Context;
-      const renew = () => {
-        current = contextOn(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites, live });
-      };
-      return { context, renew };
+      const context = new StreamContext(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites, live });
+      return { context, renew: () => context.renew() };
     },
-    inSnapshot: (context, work) =>
-      readSnapshot((tx) =>
-        work(contextOn(tx, { viewer: context.viewer, requestId: context.requestId, now: context.now, budget: context.budget, memoryWrites: context.memoryWrites })),
-      ),
+    inSnapshot: (context, work) => readSnapshot((tx) => work(contextOnDatabase(context, tx))),
   };
 }

@@ -28,17 +28,16 @@ const SHUTDOWN_IDLE_SWEEP_MS = 50;
 
 /**
  * How far, in percent, the JavaScript heap may grow past what the last full garbage
- * collection kept before the next one starts. Under steady load every request leaves a few
- * KB in the old generation (measured with --trace-gc-nvp: 4–5 KB per one-memory read, 3 KB
- * even for a request refused before any statement; the hand-written baseline of the
- * benchmark, 3.6 KB), which only a full collection frees. The factor trades the process's
- * memory against how often those full collections pause it, and each pause holds up every
- * request in flight: with V8's own factor for a heap of this size (up to 4×) memory swings
- * by 100 MB and more every few seconds; at 1.5× it stays within about 10 MB of the idle
- * size, but full collections come five times as often and the slowest requests wait for
- * them (one-memory reads at 32 connections: p99 53–64 ms, against 24–25 with V8's factor).
- * At 2× the memory stays as level through two-minute runs and p99 is 35–49 ms (README,
- * "Memory").
+ * collection kept before the next one starts. Under steady load a request that reads the
+ * database leaves about 2 KB in the old generation (measured with --trace-gc-nvp; the
+ * benchmark's hand-written baseline, 3.6 KB), which only a full collection frees. The factor
+ * trades the process's memory against how often those full collections pause it, and each
+ * pause holds up every request in flight: with V8's own factor for a heap of this size (up
+ * to 4×) memory swings by 100 MB and more every few seconds; at 1.5× it stays within about
+ * 10 MB of the idle size, but full collections come five times as often and the slowest
+ * requests wait for them (one-memory reads at 32 connections, when each left 4–5 KB: p99
+ * 53–64 ms, against 24–25 with V8's factor). At 2× the memory stays as level through two-minute runs and p99 is
+ * 35–49 ms (README, "Memory").
  */
 export const HEAP_GROWING_PERCENT = 100;
 

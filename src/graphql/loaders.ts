@@ -61,20 +61,48 @@ function perArguments<Args, Value>(batch: (parentIds: readonly string[], args: A
 const EMPTY_PAGE: Page<never> = { rows: [], hasNextPage: false, hasPreviousPage: false };
 const PATH_KEY_SEPARATOR = '\u0000';
 
+/** What a lazily made object holds: its factories, and what they made so far. */
+interface LazyState {
+  readonly factories: Record<string, () => unknown>;
+  readonly made: Map<string, unknown>;
+}
+
+const LAZY_STATE = Symbol('lazy state');
+
+/**
+ * The prototypes of lazily made objects, one per list of property names (a few, one per
+ * call site). The getters live there, not on each object: accessors defined on an object of
+ * its own give it a hidden class of its own, kept in the old generation with the getters'
+ * closures, which would hold each request's loaders — and what they loaded — until a full
+ * garbage collection (see ClientGoneSignal in http/native-front.ts).
+ */
+const lazyPrototypes = new Map<string, object>();
+
+function lazyPrototype(names: readonly string[]): object {
+  const key = names.join('\u0000');
+  let prototype = lazyPrototypes.get(key);
+  if (prototype === undefined) {
+    prototype = {};
+    for (const name of names) {
+      Object.defineProperty(prototype, name, {
+        enumerable: true,
+        get(this: { [LAZY_STATE]: LazyState }) {
+          const { factories, made } = this[LAZY_STATE];
+          if (!made.has(name)) made.set(name, factories[name]!());
+          return made.get(name);
+        },
+      });
+    }
+    lazyPrototypes.set(key, prototype);
+  }
+  return prototype;
+}
+
 /** An object whose properties are made from their factories on first read, once. */
 function lazily<Factories extends Record<string, () => unknown>>(factories: Factories): { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> } {
-  const made = new Map<string, unknown>();
-  const object = {};
-  for (const name of Object.keys(factories)) {
-    Object.defineProperty(object, name, {
-      enumerable: true,
-      get: () => {
-        if (!made.has(name)) made.set(name, factories[name]!());
-        return made.get(name);
-      },
-    });
-  }
-  return object as { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> };
+  const object = Object.create(lazyPrototype(Object.keys(factories))) as { [LAZY_STATE]: LazyState };
+  object[LAZY_STATE] = { factories, made: new Map() };
+  return object as unknown as { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> };
 }
 
 /**

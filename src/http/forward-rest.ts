@@ -1,6 +1,7 @@
 import FindMyWay from 'find-my-way';
 import type { Plugin } from 'graphql-yoga';
 import type { z } from 'zod';
+import { contextOnDatabase } from '../context.js';
 import { refusal } from '../domain/access.js';
 import { PermissionError, type ValidationIssue } from '../domain/errors.js';
 import { REST_PATH_PARAMETER_MAX_CHARACTERS } from '../domain/limits.js';
@@ -137,7 +138,7 @@ export function useForwardRest(pipeline: RequestPipeline): Plugin {
           if (idempotencyKey === null || route.readOnly) return JSON.stringify(await route.handle(context, input));
           const requestSha256 = sha256Hex(canonicalJson([route.method, route.path, params, query, rawBody ?? null]));
           const replay = await runOnce(context.db, viewer, { key: idempotencyKey, requestSha256, field: ['Idempotency-Key'] }, context.now, async (tx) =>
-            JSON.stringify(await route.handle({ ...context, db: tx }, input)),
+            JSON.stringify(await route.handle(contextOnDatabase(context, tx), input)),
           );
           return replay.body;
         });
