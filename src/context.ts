@@ -57,7 +57,7 @@ class RequestContext implements Context {
     this.now = fields.now;
     this.budget = fields.budget;
     this.memoryWrites = fields.memoryWrites;
-    if (fields.live) this.live = fields.live;
+    this.live = fields.live;
   }
 
   get loaders(): Loaders {
@@ -69,27 +69,45 @@ function fieldsOf(context: Context): ContextFields {
   return { viewer: context.viewer, requestId: context.requestId, now: context.now, budget: context.budget, memoryWrites: context.memoryWrites, live: context.live };
 }
 
+/** A request's fields at its start: its one clock, and the whole response budget. */
+function startingFields(fields: Omit<ContextFields, 'now' | 'budget'>): ContextFields {
+  return { ...fields, now: new Date(), budget: new ResponseBudget() };
+}
+
 /** The same request's context on another database handle (a transaction of it), with loaders of its own. */
 export function contextOnDatabase(context: Context, db: Database): Context {
   return new RequestContext(db, fieldsOf(context));
 }
 
-/** A stream's context: the fields of the event being answered (StreamContext.renew before each). */
+/**
+ * A stream's context: its viewer, database and transport for the whole stream, and the
+ * clock, budget and loaders of the event being answered (StreamContext.renew before each).
+ */
 class StreamContext implements Context {
-  readonly db: Database;
-  readonly viewer: Viewer;
-  readonly requestId: string;
-  readonly memoryWrites: MemoryWriteOptions;
-  readonly live: LiveContext;
   private current: RequestContext;
 
-  constructor(db: Database, fields: ContextFields & { live: LiveContext }) {
-    this.db = db;
-    this.viewer = fields.viewer;
-    this.requestId = fields.requestId;
-    this.memoryWrites = fields.memoryWrites;
-    this.live = fields.live;
+  constructor(db: Database, fields: ContextFields) {
     this.current = new RequestContext(db, fields);
+  }
+
+  get db(): Database {
+    return this.current.db;
+  }
+
+  get viewer(): Viewer {
+    return this.current.viewer;
+  }
+
+  get requestId(): string {
+    return this.current.requestId;
+  }
+
+  get memoryWrites(): MemoryWriteOptions {
+    return this.current.memoryWrites;
+  }
+
+  get live(): LiveContext | undefined {
+    return this.current.live;
   }
 
   get now(): Date {
@@ -105,7 +123,7 @@ class StreamContext implements Context {
   }
 
   renew(): void {
-    this.current = new RequestContext(this.db, { viewer: this.viewer, requestId: this.requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites: this.memoryWrites, live: this.live });
+    this.current = new RequestContext(this.current.db, startingFields(fieldsOf(this.current)));
   }
 }
 
@@ -131,9 +149,9 @@ export function createContextFactory(
 ): ContextFactory {
   const readSnapshot = database.readSnapshot ?? ((work) => database.db.transaction((tx) => work(tx as Database)));
   return {
-    forViewer: (requestId, viewer) => new RequestContext(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites }),
+    forViewer: (requestId, viewer) => new RequestContext(database.db, startingFields({ viewer, requestId, memoryWrites })),
     forStream: (requestId, viewer, live) => {
-      const context = new StreamContext(database.db, { viewer, requestId, now: new Date(), budget: new ResponseBudget(), memoryWrites, live });
+      const context = new StreamContext(database.db, startingFields({ viewer, requestId, memoryWrites, live }));
       return { context, renew: () => context.renew() };
     },
     inSnapshot: (context, work) => readSnapshot((tx) => work(contextOnDatabase(context, tx))),

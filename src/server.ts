@@ -36,8 +36,9 @@ const SHUTDOWN_IDLE_SWEEP_MS = 50;
  * to 4×) memory swings by 100 MB and more every few seconds; at 1.5× it stays within about
  * 10 MB of the idle size, but full collections come five times as often and the slowest
  * requests wait for them (one-memory reads at 32 connections, when each left 4–5 KB: p99
- * 53–64 ms, against 24–25 with V8's factor). At 2× the memory stays as level through two-minute runs and p99 is
- * 35–49 ms (README, "Memory").
+ * 53–64 ms, against 24–25 with V8's factor; 35–49 ms at 2×). At 2× the heap takes longer to
+ * reach the size it then keeps: in the two-minute runs of `npm run bench -- --long`, RSS
+ * grew up to 24 % (README, "Memory").
  */
 export const HEAP_GROWING_PERCENT = 100;
 

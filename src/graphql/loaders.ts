@@ -61,104 +61,96 @@ function perArguments<Args, Value>(batch: (parentIds: readonly string[], args: A
 const EMPTY_PAGE: Page<never> = { rows: [], hasNextPage: false, hasPreviousPage: false };
 const PATH_KEY_SEPARATOR = '\u0000';
 
-/** What a lazily made object holds: its factories, and what they made so far. */
-interface LazyState {
-  readonly factories: Record<string, () => unknown>;
-  readonly made: Map<string, unknown>;
-}
+/** Makes one loader of a request, for its database handle and viewer. */
+type LoaderFactories = Record<string, (db: Database, viewer: Viewer) => unknown>;
 
-const LAZY_STATE = Symbol('lazy state');
+type Made<Factories extends LoaderFactories> = { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> };
 
 /**
- * The prototypes of lazily made objects, one per list of property names (a few, one per
- * call site). The getters live there, not on each object: accessors defined on an object of
- * its own give it a hidden class of its own, kept in the old generation with the getters'
- * closures, which would hold each request's loaders — and what they loaded — until a full
- * garbage collection (see ClientGoneSignal in http/native-front.ts).
+ * The class of per-request objects whose properties are made from the factories, for the
+ * object's database handle and viewer, on first read, once. The getters are defined once, on
+ * the class's prototype: accessors defined on each object would give it a hidden class of its
+ * own, kept in the old generation with the getters' closures, which would hold each request's
+ * loaders — and what they loaded — until a full garbage collection (see ClientGoneSignal in
+ * http/native-front.ts).
  */
-const lazyPrototypes = new Map<string, object>();
+function lazyClass<Factories extends LoaderFactories>(factories: Factories): new (db: Database, viewer: Viewer) => Made<Factories> {
+  class Lazy {
+    readonly made = new Map<string, unknown>();
 
-function lazyPrototype(names: readonly string[]): object {
-  const key = names.join('\u0000');
-  let prototype = lazyPrototypes.get(key);
-  if (prototype === undefined) {
-    prototype = {};
-    for (const name of names) {
-      Object.defineProperty(prototype, name, {
-        enumerable: true,
-        get(this: { [LAZY_STATE]: LazyState }) {
-          const { factories, made } = this[LAZY_STATE];
-          if (!made.has(name)) made.set(name, factories[name]!());
-          return made.get(name);
-        },
-      });
-    }
-    lazyPrototypes.set(key, prototype);
+    constructor(
+      readonly db: Database,
+      readonly viewer: Viewer,
+    ) {}
   }
-  return prototype;
-}
-
-/** An object whose properties are made from their factories on first read, once. */
-function lazily<Factories extends Record<string, () => unknown>>(factories: Factories): { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> } {
-  const object = Object.create(lazyPrototype(Object.keys(factories))) as { [LAZY_STATE]: LazyState };
-  object[LAZY_STATE] = { factories, made: new Map() };
-  return object as unknown as { readonly [Name in keyof Factories]: ReturnType<Factories[Name]> };
+  for (const name of Object.keys(factories)) {
+    Object.defineProperty(Lazy.prototype, name, {
+      enumerable: true,
+      get(this: Lazy) {
+        if (!this.made.has(name)) this.made.set(name, factories[name]!(this.db, this.viewer));
+        return this.made.get(name);
+      },
+    });
+  }
+  return Lazy as unknown as new (db: Database, viewer: Viewer) => Made<Factories>;
 }
 
 /**
  * Per-request loaders: one statement for all the keys a request level asks for. Each is made
  * when a resolver first asks for it: an answer that needs none builds none.
  */
-export function createLoaders(db: Database, viewer: Viewer) {
-  return lazily({
-    memoryStore: () => byId<MemoryStoreRecord>((ids) => loadMemoryStoresByIds(db, viewer, ids)),
-    mountingPairCount: () => fromMap((storeIds) => countMountingPairs(db, viewer, storeIds), 0),
-    mountsOfStore: () => perArguments<PageWindow, Page<MountRecord>>((storeIds, window) => listMountsByStore(db, viewer, storeIds, window), EMPTY_PAGE),
-    session: () => byId<SessionRecord>((ids) => loadSessionsByIds(db, viewer, ids)),
+const RequestLoaders = lazyClass({
+  memoryStore: (db, viewer) => byId<MemoryStoreRecord>((ids) => loadMemoryStoresByIds(db, viewer, ids)),
+  mountingPairCount: (db, viewer) => fromMap((storeIds) => countMountingPairs(db, viewer, storeIds), 0),
+  mountsOfStore: (db, viewer) => perArguments<PageWindow, Page<MountRecord>>((storeIds, window) => listMountsByStore(db, viewer, storeIds, window), EMPTY_PAGE),
+  session: (db, viewer) => byId<SessionRecord>((ids) => loadSessionsByIds(db, viewer, ids)),
 
-    memory: () => byId<MemoryRecord>((ids) => loadMemoriesByIds(db, viewer, ids)),
-    /** Keyed by `${memoryStoreId}\0${path}` (paths cannot contain NUL). */
-    memoryByPath: () => new DataLoader<string, MemoryRecord | null>(async (keys) => {
-      const pairs = keys.map((key) => {
-        const separator = key.indexOf(PATH_KEY_SEPARATOR);
-        return { memoryStoreId: key.slice(0, separator), path: key.slice(separator + 1) };
-      });
-      const rows = new Map((await loadMemoriesByPath(db, viewer, pairs)).map((row) => [`${row.memoryStoreId}${PATH_KEY_SEPARATOR}${row.path}`, row]));
-      return keys.map((key) => rows.get(key) ?? null);
-    }),
-    memoryContent: () => fromMap<string | null>((ids) => loadMemoryContents(db, viewer, ids), null),
-    memoriesOfStore: () => perArguments<{ order: MemoryOrder; filter: MemoryListFilter; window: PageWindow }, Page<MemorySummary>>(
-      (storeIds, { order, filter, window }) => listMemoriesByStore(db, viewer, storeIds, order, filter, window),
-      EMPTY_PAGE,
-    ),
-    memoryCountOfStore: () => perArguments<MemoryListFilter, number>((storeIds, filter) => countMemoriesByStore(db, viewer, storeIds, filter), 0),
+  memory: (db, viewer) => byId<MemoryRecord>((ids) => loadMemoriesByIds(db, viewer, ids)),
+  /** Keyed by `${memoryStoreId}\0${path}` (paths cannot contain NUL). */
+  memoryByPath: (db, viewer) => new DataLoader<string, MemoryRecord | null>(async (keys) => {
+    const pairs = keys.map((key) => {
+      const separator = key.indexOf(PATH_KEY_SEPARATOR);
+      return { memoryStoreId: key.slice(0, separator), path: key.slice(separator + 1) };
+    });
+    const rows = new Map((await loadMemoriesByPath(db, viewer, pairs)).map((row) => [`${row.memoryStoreId}${PATH_KEY_SEPARATOR}${row.path}`, row]));
+    return keys.map((key) => rows.get(key) ?? null);
+  }),
+  memoryContent: (db, viewer) => fromMap<string | null>((ids) => loadMemoryContents(db, viewer, ids), null),
+  memoriesOfStore: (db, viewer) => perArguments<{ order: MemoryOrder; filter: MemoryListFilter; window: PageWindow }, Page<MemorySummary>>(
+    (storeIds, { order, filter, window }) => listMemoriesByStore(db, viewer, storeIds, order, filter, window),
+    EMPTY_PAGE,
+  ),
+  memoryCountOfStore: (db, viewer) => perArguments<MemoryListFilter, number>((storeIds, filter) => countMemoriesByStore(db, viewer, storeIds, filter), 0),
 
-    memoryVersion: () => byId<MemoryVersionRecord>((ids) => loadVersionsByIds(db, viewer, ids)),
-    /** Keyed by `${memoryId}\0${number}`. */
-    versionByNumber: () => new DataLoader<string, MemoryVersionRecord | null>(async (keys) => {
-      const pairs = keys.map((key) => {
-        const separator = key.indexOf(PATH_KEY_SEPARATOR);
-        return { memoryId: key.slice(0, separator), number: Number(key.slice(separator + 1)) };
-      });
-      const rows = new Map((await loadVersionsByNumber(db, viewer, pairs)).map((row) => [`${row.memoryId}${PATH_KEY_SEPARATOR}${row.sequence}`, row]));
-      return keys.map((key) => rows.get(key) ?? null);
-    }),
-    versionContent: () => fromMap<string | null>((ids) => loadVersionContents(db, viewer, ids), null),
-    latestVersion: () => fromMap<MemoryVersionSummary | null>((memoryIds) => loadLatestVersions(db, viewer, memoryIds), null),
-    versionsOfMemory: () => perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
-      (memoryIds, { filter, window }) => listVersionsByMemory(db, viewer, memoryIds, filter, window),
-      EMPTY_PAGE,
-    ),
-    versionsOfStore: () => perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
-      (storeIds, { filter, window }) => listVersionsByStore(db, viewer, storeIds, filter, window),
-      EMPTY_PAGE,
-    ),
-    versionCountOfMemory: () => perArguments<VersionFilter, number>((memoryIds, filter) => countVersionsByParent(db, viewer, 'memory', memoryIds, filter), 0),
-    versionCountOfStore: () => perArguments<VersionFilter, number>((storeIds, filter) => countVersionsByParent(db, viewer, 'store', storeIds, filter), 0),
-  });
+  memoryVersion: (db, viewer) => byId<MemoryVersionRecord>((ids) => loadVersionsByIds(db, viewer, ids)),
+  /** Keyed by `${memoryId}\0${number}`. */
+  versionByNumber: (db, viewer) => new DataLoader<string, MemoryVersionRecord | null>(async (keys) => {
+    const pairs = keys.map((key) => {
+      const separator = key.indexOf(PATH_KEY_SEPARATOR);
+      return { memoryId: key.slice(0, separator), number: Number(key.slice(separator + 1)) };
+    });
+    const rows = new Map((await loadVersionsByNumber(db, viewer, pairs)).map((row) => [`${row.memoryId}${PATH_KEY_SEPARATOR}${row.sequence}`, row]));
+    return keys.map((key) => rows.get(key) ?? null);
+  }),
+  versionContent: (db, viewer) => fromMap<string | null>((ids) => loadVersionContents(db, viewer, ids), null),
+  latestVersion: (db, viewer) => fromMap<MemoryVersionSummary | null>((memoryIds) => loadLatestVersions(db, viewer, memoryIds), null),
+  versionsOfMemory: (db, viewer) => perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
+    (memoryIds, { filter, window }) => listVersionsByMemory(db, viewer, memoryIds, filter, window),
+    EMPTY_PAGE,
+  ),
+  versionsOfStore: (db, viewer) => perArguments<{ filter: VersionFilter; window: PageWindow }, Page<MemoryVersionSummary>>(
+    (storeIds, { filter, window }) => listVersionsByStore(db, viewer, storeIds, filter, window),
+    EMPTY_PAGE,
+  ),
+  versionCountOfMemory: (db, viewer) => perArguments<VersionFilter, number>((memoryIds, filter) => countVersionsByParent(db, viewer, 'memory', memoryIds, filter), 0),
+  versionCountOfStore: (db, viewer) => perArguments<VersionFilter, number>((storeIds, filter) => countVersionsByParent(db, viewer, 'store', storeIds, filter), 0),
+});
+
+export type Loaders = InstanceType<typeof RequestLoaders>;
+
+export function createLoaders(db: Database, viewer: Viewer): Loaders {
+  return new RequestLoaders(db, viewer);
 }
-
-export type Loaders = ReturnType<typeof createLoaders>;
 
 export function versionNumberKey(memoryId: string, number: number): string {
   return `${memoryId}${PATH_KEY_SEPARATOR}${number}`;
