@@ -7,7 +7,7 @@ import { graphql } from './generated/gql.js';
 import type { CreateMemoryInput, UpdateMemoryInput } from './generated/graphql.js';
 import { apiKeyIdOf, archiveStore, createMemory, createStore, deleteMemory, memoryRows, storeRow, updateMemory, versionRows } from './support/builders.js';
 import { CreateMemory, DeleteMemory, GetMemory, MemoryAtPath, StoreVersions, UpdateMemory } from './support/documents.js';
-import { countStatements } from '../src/db/statement-count.js';
+import { countStatements, recordStatements } from '../src/db/statement-count.js';
 import { invariantViolations } from './support/invariants.js';
 import { useTestServer, WRITE_PATHS, type TestClient } from './support/server.js';
 
@@ -423,6 +423,58 @@ describe.each(WRITE_PATHS)('memory writes, $writes', ({ singleStatementWrites })
       expect(result).toEqual(memory);
       expect((await memoryRows(server.db, client.workspaceId, storeId))[0]).toMatchObject({ versionSequence: 1, updatedAt: new Date(memory.updatedAt) });
       expect(await versionRows(server.db, client.workspaceId, storeId)).toHaveLength(1);
+    });
+
+    describe('the version a write made, in its answer', () => {
+      const versionFields = `id memoryStoreId memoryId path number contentSizeBytes contentSha256 operation redacted redactedAt createdAt
+        createdBy { __typename ... on ApiKeyActor { apiKeyId } } redactedBy { __typename } restoredFrom { id }`;
+      const latestOf = (id: string) => `query { memory(id: "${id}") { latestVersion { ${versionFields} } } }`;
+      const create = (storeId: string, path: string, selection: string) =>
+        `mutation { createMemory(input: { memoryStoreId: "${storeId}", path: "${path}", content: "first" }) { ... on CreateMemorySuccess { memory { id ${selection} } } } }`;
+      const update = (name: string, id: string, changes: string, selection: string) =>
+        `${name}: updateMemory(input: { id: "${id}", ${changes} }) { ... on UpdateMemorySuccess { memory { id ${selection} } } }`;
+
+      it('names as latestVersion the version the write made, field by field what a later read returns, without a statement to read it', async () => {
+        const { client, storeId } = await workspaceWithStore();
+        const plain = await countStatements(() => client.send({ query: create(storeId, 'plain.md', '') }));
+        const withVersion = await countStatements(() => client.send({ query: create(storeId, 'answer.md', `latestVersion { ${versionFields} }`) }));
+        expect(withVersion.statements).toBe(plain.statements);
+        const created = withVersion.result.data.createMemory.memory;
+        expect(created.latestVersion).toMatchObject({ number: 1, operation: 'CREATED', path: 'answer.md', memoryId: created.id });
+        expect(created.latestVersion).toEqual((await client.send({ query: latestOf(created.id) })).data.memory.latestVersion);
+
+        // New content (the one-statement write), then a rename with new metadata (the transaction):
+        // each written once without latestVersion and undone, then again with it, so that both send the same statements.
+        const steps = [
+          { changes: 'content: "second"', undo: 'content: "first"', path: 'answer.md' },
+          { changes: 'path: "renamed.md", metadata: { k: "v" }', undo: 'path: "answer.md", metadata: {}', path: 'renamed.md' },
+        ];
+        let number = 1;
+        for (const { changes, undo, path } of steps) {
+          const plainUpdate = await recordStatements(() => client.send({ query: `mutation { ${update('u', created.id, changes, '')} }` }));
+          expect((await client.send({ query: `mutation { ${update('u', created.id, undo, '')} }` })).errors).toBeUndefined();
+          const answered = await recordStatements(() => client.send({ query: `mutation { ${update('u', created.id, changes, `latestVersion { ${versionFields} }`)} }` }));
+          number += 3;
+          expect(answered.statements.map((statement) => statement.sql)).toEqual(plainUpdate.statements.map((statement) => statement.sql));
+          const version = answered.result.data.u.memory.latestVersion;
+          expect(version).toMatchObject({ number, operation: 'UPDATED', path, memoryId: created.id });
+          expect(version).toEqual((await client.send({ query: latestOf(created.id) })).data.memory.latestVersion);
+        }
+      });
+
+      it('names each write\'s own version when one request writes the same memory twice, and the newest when a write changes nothing', async () => {
+        const { client, storeId } = await workspaceWithStore();
+        const memory = await createMemory(client, storeId, { path: 'twice.md', content: 'zero' });
+        const selection = 'content latestVersion { number operation contentSha256 }';
+        const twice = await client.send({
+          query: `mutation { ${update('first', memory.id, 'content: "one"', selection)} ${update('second', memory.id, 'content: "two"', selection)} ${update('same', memory.id, 'content: "two"', selection)} }`,
+        });
+        expect(twice.errors).toBeUndefined();
+        expect(twice.data.first.memory).toEqual({ id: memory.id, content: 'one', latestVersion: { number: 2, operation: 'UPDATED', contentSha256: sha256('one') } });
+        expect(twice.data.second.memory).toEqual({ id: memory.id, content: 'two', latestVersion: { number: 3, operation: 'UPDATED', contentSha256: sha256('two') } });
+        expect(twice.data.same.memory).toEqual({ id: memory.id, content: 'two', latestVersion: { number: 3, operation: 'UPDATED', contentSha256: sha256('two') } });
+        expect(await versionRows(server.db, client.workspaceId, storeId)).toHaveLength(3);
+      });
     });
 
     it('needs at least one of content, metadata and path', async () => {

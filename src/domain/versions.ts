@@ -63,19 +63,41 @@ export const MEMORY_STATE_IN_VERSION = [
 
 export type MemoryState = Pick<MemoryRow, (typeof MEMORY_STATE_IN_VERSION)[number][1]>;
 
-/** The row of a new version holding the memory's state as given. */
-export function versionValuesFor(memory: MemoryState, operation: MemoryOperation, sequence: number, writer: Writer, createdAt: Date): VersionRow {
+/** What a write gives a new version (the columns it does not give are null). */
+export type NewVersionRow = Pick<MemoryVersionRecord, (typeof MEMORY_STATE_IN_VERSION)[number][0] | 'id' | 'operation' | 'sequence' | 'createdByApiKeyId' | 'createdBySessionId' | 'createdAt'>;
+
+/**
+ * The row of a new version holding the memory's state as given; `id` when the write chose
+ * it already (a one-statement write sends it with its statement).
+ */
+export function versionValuesFor(
+  memory: MemoryState,
+  operation: MemoryOperation,
+  sequence: number,
+  writer: Writer,
+  createdAt: Date,
+  id = newId('memoryVersion', createdAt.getTime()),
+): NewVersionRow {
   const author = actorColumns(writer.actor);
-  const state = Object.fromEntries(MEMORY_STATE_IN_VERSION.map(([version, source]) => [version, memory[source]])) as Pick<VersionRow, (typeof MEMORY_STATE_IN_VERSION)[number][0]>;
+  const state = Object.fromEntries(MEMORY_STATE_IN_VERSION.map(([version, source]) => [version, memory[source]])) as Pick<MemoryVersionRecord, (typeof MEMORY_STATE_IN_VERSION)[number][0]>;
   return {
     ...state,
-    id: newId('memoryVersion', createdAt.getTime()),
+    id,
     operation,
     sequence,
     createdByApiKeyId: author.apiKeyId,
     createdBySessionId: author.sessionId,
     createdAt,
   };
+}
+
+/**
+ * A version a write has just made, as the version lists and Memory.latestVersion read it
+ * back (without its content, not redacted): the write's answer names it without a statement.
+ */
+export function writtenVersion(row: NewVersionRow, restoredFromVersionId: string | null = null): MemoryVersionSummary {
+  const { content: _content, ...summary } = row;
+  return { ...summary, restoredFromVersionId, redactedAt: null, redactedByApiKeyId: null, redactedBySessionId: null };
 }
 
 // ---------------------------------------------------------------------------------------

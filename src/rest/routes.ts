@@ -141,7 +141,7 @@ export const ROUTES: readonly RestRoute[] = [
     action: () => WRITE_MEMORIES,
     handle: async (context, { params, body }) =>
       memoryObject(
-        await createMemory(context.db, context.viewer, { memoryStoreId: params.memory_store_id, path: body.path, content: body.content, metadata: body.metadata }, context.now, context.memoryWrites),
+        (await createMemory(context.db, context.viewer, { memoryStoreId: params.memory_store_id, path: body.path, content: body.content, metadata: body.metadata }, context.now, context.memoryWrites)).memory,
         true,
       ),
   }),
@@ -219,7 +219,7 @@ export const ROUTES: readonly RestRoute[] = [
     handle: async (context, { params, body }) => {
       await loadMemoryOfStore(context, params.memory_store_id, params.memory_id);
       const input = { id: params.memory_id, content: body.content, metadata: body.metadata, expectedContentSha256: body.content_sha256 };
-      return memoryObject(await updateMemory(context.db, context.viewer, input, context.now, context.memoryWrites), true);
+      return memoryObject((await updateMemory(context.db, context.viewer, input, context.now, context.memoryWrites)).memory, true);
     },
   }),
   route({

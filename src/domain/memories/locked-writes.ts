@@ -4,9 +4,9 @@ import { memories, memoryStores, memoryVersions } from '../../db/schema.js';
 import { ConflictError, PreconditionFailedError } from '../errors.js';
 import { recordEvent } from '../events.js';
 import { newId } from '../ids.js';
-import { versionValuesFor } from '../versions.js';
+import { versionValuesFor, writtenVersion } from '../versions.js';
 import type { Writer } from '../viewer.js';
-import { memoryNotFound, sha256Hex, storeNotFound, type DeletedMemory, type MemoryRecord } from './records.js';
+import { memoryNotFound, sha256Hex, storeNotFound, type DeletedMemory, type MemoryRecord, type WrittenMemory } from './records.js';
 
 const inWorkspace = (workspaceId: string) => eq(memories.workspaceId, workspaceId);
 const memoryById = (workspaceId: string, id: string) => and(inWorkspace(workspaceId), eq(memories.id, id));
@@ -91,7 +91,7 @@ export async function insertMemoryLocked(
   memoryStoreId: string,
   fields: { path: string; content: string; metadata: Record<string, string> },
   now: Date,
-): Promise<MemoryRecord> {
+): Promise<WrittenMemory> {
   const contentSizeBytes = Buffer.byteLength(fields.content, 'utf8');
   const row = {
     workspaceId: writer.workspaceId,
@@ -115,7 +115,7 @@ export async function insertMemoryLocked(
     recordEvent(tx, { workspaceId: writer.workspaceId, kind: 'memory_created', memoryStoreId, memoryId: row.id, memoryVersionId: version.id, path: row.path, occurredAt: now }),
   ] as const);
   if (!created) throw new ConflictError(`A memory already exists at path "${fields.path}" in this store.`, 'path_conflict');
-  return created;
+  return { memory: created, version: writtenVersion(version) };
 }
 
 export function preconditionFailed(currentContentSha256: string): PreconditionFailedError {
@@ -136,7 +136,7 @@ export async function updateMemoryLocked(
   now: Date,
   /** Set by restoreMemoryVersion: the version whose content this write brings back. */
   restoredFromVersionId: string | null = null,
-): Promise<MemoryRecord> {
+): Promise<WrittenMemory> {
   const next = {
     content: changes.content ?? current.content,
     path: changes.path ?? current.path,
@@ -146,7 +146,7 @@ export async function updateMemoryLocked(
   if (expectedContentSha256 !== undefined && expectedContentSha256 !== current.contentSha256 && !unchanged) {
     throw preconditionFailed(current.contentSha256);
   }
-  if (unchanged) return current;
+  if (unchanged) return { memory: current, version: null };
 
   if (next.path !== current.path) {
     const [taken] = await tx
@@ -183,7 +183,7 @@ export async function updateMemoryLocked(
       occurredAt: updatedAt,
     }),
   ] as const);
-  return updated!;
+  return { memory: updated!, version: writtenVersion(version, restoredFromVersionId) };
 }
 
 /** Deletes a memory whose store this transaction has locked, writing its DELETED version. */

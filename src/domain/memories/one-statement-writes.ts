@@ -5,9 +5,9 @@ import { rowsOf, type Database } from '../../db/client.js';
 import { memories, memoryVersions } from '../../db/schema.js';
 import { recordEventsOf } from '../events.js';
 import { newId } from '../ids.js';
-import { actorColumns, MEMORY_STATE_IN_VERSION, type MemoryOperation } from '../versions.js';
+import { actorColumns, MEMORY_STATE_IN_VERSION, versionValuesFor, writtenVersion, type MemoryOperation } from '../versions.js';
 import type { Writer } from '../viewer.js';
-import { memoryRecordOfRow, sha256Hex, type MemoryRecord } from './records.js';
+import { memoryRecordOfRow, sha256Hex, type MemoryRecord, type WrittenMemory } from './records.js';
 
 /**
  * The common writes in one statement. A new memory, and new content for a memory (with or
@@ -136,15 +136,19 @@ export async function createMemoryInOneStatement(
   input: { memoryStoreId: string; path: string; content: string },
   metadata: Record<string, string>,
   now: Date,
-): Promise<MemoryRecord | null> {
+): Promise<WrittenMemory | null> {
+  const values = contentValues(writer, input.content, now);
   const [row] = await CREATE(db, {
-    ...contentValues(writer, input.content, now),
+    ...values,
     memoryStoreId: input.memoryStoreId,
     memoryId: newId('memory', now.getTime()),
     path: input.path,
     metadata: JSON.stringify(metadata),
   });
-  return row ? memoryRecordOfRow({ ...row, content: input.content }) : null;
+  if (!row) return null;
+  const memory = memoryRecordOfRow({ ...row, content: input.content });
+  // The statement's version copies what versionValuesFor copies (insertVersionsOf).
+  return { memory, version: writtenVersion(versionValuesFor(memory, 'created', 1, writer, memory.createdAt, values.versionId)) };
 }
 
 // The content is sent once (input), however often the statement reads it.
@@ -177,7 +181,10 @@ const UPDATE_CONTENT = oneStatementWrite<ContentValues & { id: string; expected:
 );
 
 /** New content for a memory and its UPDATED version, or null when the transaction must answer. */
-export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<MemoryRecord | null> {
-  const [row] = await UPDATE_CONTENT(db, { ...contentValues(writer, content, now), id, expected: expected ?? null });
-  return row ? memoryRecordOfRow({ ...row, content }) : null;
+export async function updateContentInOneStatement(db: Database, writer: Writer, id: string, content: string, expected: string | undefined, now: Date): Promise<WrittenMemory | null> {
+  const values = contentValues(writer, content, now);
+  const [row] = await UPDATE_CONTENT(db, { ...values, id, expected: expected ?? null });
+  if (!row) return null;
+  const memory = memoryRecordOfRow({ ...row, content });
+  return { memory, version: writtenVersion(versionValuesFor(memory, 'updated', memory.versionSequence, writer, memory.updatedAt, values.versionId)) };
 }

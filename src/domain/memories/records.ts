@@ -3,7 +3,7 @@ import { getTableColumns } from 'drizzle-orm';
 import { memories } from '../../db/schema.js';
 import { NotFoundError } from '../errors.js';
 import { sortKey, type KeysetList } from '../pagination.js';
-import type { MemoryVersionRecord } from '../versions.js';
+import type { MemoryVersionRecord, MemoryVersionSummary } from '../versions.js';
 
 /** A memory row as the API sees it. */
 export type MemoryRecord = typeof memories.$inferSelect;
@@ -14,6 +14,12 @@ export type MemorySummary = Omit<MemoryRecord, 'content'> & { content?: string }
 export interface DeletedMemory {
   deletedMemoryId: string;
   version: MemoryVersionRecord;
+}
+
+/** A memory as a write left it, and the version the write made (null: nothing changed, no version). */
+export interface WrittenMemory {
+  memory: MemoryRecord;
+  version: MemoryVersionSummary | null;
 }
 
 export type MemoryOrder = 'PATH_ASC' | 'PATH_DESC' | 'UPDATED_AT_DESC' | 'CREATED_AT_DESC';

@@ -65,7 +65,7 @@ export async function restoreMemoryVersion(db: Database, viewer: Viewer, input: 
       .from(memories)
       .where(and(eq(memories.workspaceId, workspaceId), eq(memories.id, source.memoryId)));
     if (current) {
-      const memory = await updateMemoryLocked(tx, writer, current, { content: source.content }, expected, now, source.id);
+      const { memory } = await updateMemoryLocked(tx, writer, current, { content: source.content }, expected, now, source.id);
       const [version] = await tx
         .select()
         .from(memoryVersions)

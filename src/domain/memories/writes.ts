@@ -15,7 +15,7 @@ import {
   updateMemoryLocked,
 } from './locked-writes.js';
 import { createMemoryInOneStatement, updateContentInOneStatement } from './one-statement-writes.js';
-import { memoryNotFound, storeNotFound, type DeletedMemory, type MemoryRecord } from './records.js';
+import { memoryNotFound, storeNotFound, type DeletedMemory, type MemoryRecord, type WrittenMemory } from './records.js';
 
 /**
  * The memory writes every transport calls: validation, the access policy, then the write.
@@ -45,7 +45,7 @@ export interface CreateMemoryInput {
   metadata?: Record<string, unknown> | null;
 }
 
-export async function createMemory(db: Database, viewer: Viewer, input: CreateMemoryInput, now: Date, options = DEFAULT_MEMORY_WRITES): Promise<MemoryRecord> {
+export async function createMemory(db: Database, viewer: Viewer, input: CreateMemoryInput, now: Date, options = DEFAULT_MEMORY_WRITES): Promise<WrittenMemory> {
   assertCan(viewer, WRITE_MEMORIES);
   const writer = writerOf(viewer);
   const issues = new IssueList();
@@ -73,7 +73,7 @@ export interface UpdateMemoryInput {
   expectedContentSha256?: string | null;
 }
 
-export async function updateMemory(db: Database, viewer: Viewer, input: UpdateMemoryInput, now: Date, options = DEFAULT_MEMORY_WRITES): Promise<MemoryRecord> {
+export async function updateMemory(db: Database, viewer: Viewer, input: UpdateMemoryInput, now: Date, options = DEFAULT_MEMORY_WRITES): Promise<WrittenMemory> {
   assertCan(viewer, WRITE_MEMORIES);
   const writer = writerOf(viewer);
   const issues = new IssueList();
@@ -153,7 +153,7 @@ export async function writeMemoryAtPath(db: Database, writer: Writer, input: Wri
   issues.throwIfAny();
   const expected = input.expectedContentSha256?.toLowerCase();
 
-  return db.transaction(async (tx) => {
+  const { memory } = await db.transaction(async (tx) => {
     await lockActiveStore(tx, writer.workspaceId, input.memoryStoreId);
     const current = await memoryAtPathLocked(tx, writer.workspaceId, input.memoryStoreId, input.path);
     if (!current) {
@@ -162,6 +162,7 @@ export async function writeMemoryAtPath(db: Database, writer: Writer, input: Wri
     }
     return updateMemoryLocked(tx, writer, current, { content: input.content, metadata: input.metadata }, expected, now);
   });
+  return memory;
 }
 
 export async function deleteMemoryAtPath(

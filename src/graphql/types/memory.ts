@@ -1,4 +1,5 @@
 import { ConflictError, InvalidRequestError, NotFoundError, PreconditionFailedError } from '../../domain/errors.js';
+import type { Context } from '../../context.js';
 import { isIdOfKind } from '../../domain/ids.js';
 import {
   CONTENT_FIELD_COST,
@@ -12,7 +13,7 @@ import {
   PATH_SEGMENT_MAX_BYTES,
 } from '../../domain/limits.js';
 import { isMemoryCountKept } from '../../domain/memories/reads.js';
-import { MEMORY_LISTS, type MemoryRecord, type MemorySummary } from '../../domain/memories/records.js';
+import { MEMORY_LISTS, type MemoryRecord, type MemorySummary, type WrittenMemory } from '../../domain/memories/records.js';
 import { createMemory, deleteMemory, updateMemory } from '../../domain/memories/writes.js';
 import type { MemoryVersionRecord } from '../../domain/versions.js';
 import { builder } from '../builder.js';
@@ -63,7 +64,7 @@ builder.node(MemoryRef, {
     }),
     latestVersion: t.field({
       type: MemoryVersionRef,
-      description: 'The newest version: the one holding the memory\'s current state.',
+      description: 'The newest version: the one holding the memory\'s current state. In the answer of createMemory or updateMemory, the version that write made (as the other fields are as that write left them).',
       resolve: async (memory, _args, context) => (await context.loaders.latestVersion.load(memory.id))!,
     }),
   }),
@@ -160,6 +161,17 @@ const DeleteMemoryInput = builder.inputType('DeleteMemoryInput', {
   }),
 });
 
+/**
+ * A write's answer: the memory as the write left it, whose latestVersion is the version the
+ * write made. That version is handed to the request's loader as it was written, so the answer
+ * reads no statement for it, and names this write's version even if another write has made a
+ * newer one since (as the memory's other fields are this write's).
+ */
+function answerOfWrite(context: Context, { memory, version }: WrittenMemory): { memory: MemoryRecord } {
+  if (version) context.loaders.latestVersion.clear(memory.id).prime(memory.id, version);
+  return { memory };
+}
+
 const memorySuccess = (name: string, description: string) =>
   builder.objectRef<{ memory: MemoryRecord }>(name).implement({
     description,
@@ -188,14 +200,14 @@ builder.mutationFields((t) => ({
     description: 'Creates a memory and its CREATED version, and adds it to the store\'s entryCount and totalSize, in one transaction. A taken path or an archived store is a CONFLICT.',
     args: { input: t.arg({ type: CreateMemoryInput, required: true, description: 'The memory to create.' }) },
     errors: mutationResult('createMemory', [InvalidRequestError, NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, { db, viewer, now, memoryWrites }) => ({ memory: await createMemory(db, viewer, input, now, memoryWrites) }),
+    resolve: async (_root, { input }, context) => answerOfWrite(context, await createMemory(context.db, context.viewer, input, context.now, context.memoryWrites)),
   }),
   updateMemory: t.field({
     type: UpdateMemorySuccess,
     description: 'Changes a memory\'s content, metadata or path, writing an UPDATED version with the new state. An archived store is a CONFLICT.',
     args: { input: t.arg({ type: UpdateMemoryInput, required: true, description: 'The memory and its changes.' }) },
     errors: mutationResult('updateMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
-    resolve: async (_root, { input }, { db, viewer, now, memoryWrites }) => ({ memory: await updateMemory(db, viewer, input, now, memoryWrites) }),
+    resolve: async (_root, { input }, context) => answerOfWrite(context, await updateMemory(context.db, context.viewer, input, context.now, context.memoryWrites)),
   }),
   deleteMemory: t.field({
     type: DeleteMemorySuccess,
