@@ -12,6 +12,8 @@ export interface Context {
   db: Database;
   /** Made on first use: an answer that needs no loader builds none. */
   readonly loaders: Loaders;
+  /** Drops what the loaders loaded: the next use makes new ones, which read what the request's writes so far left. */
+  forgetLoaded(): void;
   requestId: string;
   /** The request's one clock: every timestamp a request writes is this instant. */
   now: Date;
@@ -30,7 +32,7 @@ export interface LiveContext {
 }
 
 /** The fields of a context that do not depend on the database it reads. */
-type ContextFields = Omit<Context, 'db' | 'loaders'>;
+type ContextFields = Omit<Context, 'db' | 'loaders' | 'forgetLoaded'>;
 
 /**
  * The context of one request, on `db` (the pool, or a transaction of the request). A class,
@@ -62,6 +64,10 @@ class RequestContext implements Context {
 
   get loaders(): Loaders {
     return (this.made ??= createLoaders(this.db, this.viewer));
+  }
+
+  forgetLoaded(): void {
+    this.made = undefined;
   }
 }
 
@@ -120,6 +126,10 @@ class StreamContext implements Context {
 
   get loaders(): Loaders {
     return this.current.loaders;
+  }
+
+  forgetLoaded(): void {
+    this.current.forgetLoaded();
   }
 
   renew(): void {

@@ -477,6 +477,23 @@ describe.each(WRITE_PATHS)('memory writes, $writes', ({ singleStatementWrites })
       });
     });
 
+    it('answers each of several writes in one request with what the writes before it left: versions, store totals, other memories', async () => {
+      const { client, storeId } = await workspaceWithStore();
+      const memory = await createMemory(client, storeId, { path: 'serial.md', content: 'zero' });
+      const selection = 'versions(first: 10) { edges { node { number } } } memoryStore { totalSize entryCount }';
+      const write = (name: string, changes: string) =>
+        `${name}: updateMemory(input: { id: "${memory.id}", ${changes} }) { ... on UpdateMemorySuccess { memory { ${selection} } } }`;
+      const create = `third: createMemory(input: { memoryStoreId: "${storeId}", path: "other.md", content: "abc" }) { ... on CreateMemorySuccess { memory { memoryStore { totalSize entryCount } } } }`;
+      const answer = await client.send({ query: `mutation { ${write('first', 'content: "one"')} ${write('second', 'content: "two!"')} ${create} }` });
+      expect(answer.errors).toBeUndefined();
+      const numbers = (name: string) => answer.data[name].memory.versions.edges.map((edge: { node: { number: number } }) => edge.node.number);
+      expect(numbers('first')).toEqual([2, 1]);
+      expect(numbers('second')).toEqual([3, 2, 1]);
+      expect(answer.data.first.memory.memoryStore).toEqual({ totalSize: 3, entryCount: 1 });
+      expect(answer.data.second.memory.memoryStore).toEqual({ totalSize: 4, entryCount: 1 });
+      expect(answer.data.third.memory.memoryStore).toEqual({ totalSize: 7, entryCount: 2 });
+    });
+
     it('needs at least one of content, metadata and path', async () => {
       const { client, storeId } = await workspaceWithStore();
       const memory = await createMemory(client, storeId);

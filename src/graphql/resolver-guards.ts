@@ -1,4 +1,5 @@
 import { defaultFieldResolver, getNamedType, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import type { Context } from '../context.js';
 import { encodeNodeId } from './builder.js';
 import { textBytes, type ResponseBudget } from './response-budget.js';
 
@@ -32,6 +33,24 @@ export function guardResolvers(schema: GraphQLSchema): GraphQLSchema {
         return value;
       };
     }
+  }
+  return schema;
+}
+
+/**
+ * Each field of a mutation starts with loaders that have loaded nothing. The fields run one
+ * after another, each answered once its write is done, and a loader keeps what it loaded
+ * for the whole request: without this, the answer of a request's second write would show
+ * what its first one's answer read (a memory's versions, a store's totals), not what the
+ * writes so far left.
+ */
+export function freshLoadsPerMutation(schema: GraphQLSchema): GraphQLSchema {
+  for (const field of Object.values(schema.getMutationType()?.getFields() ?? {})) {
+    const resolve = (field.resolve ?? defaultFieldResolver) as GraphQLFieldResolver<unknown, Context>;
+    field.resolve = (source, args, context, info) => {
+      context.forgetLoaded();
+      return resolve(source, args, context, info);
+    };
   }
   return schema;
 }

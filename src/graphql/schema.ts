@@ -1,7 +1,7 @@
 import { lexicographicSortSchema, printSchema } from 'graphql';
 import { enforceAccess } from './access.js';
 import { builder } from './builder.js';
-import { guardResolvers, resolveNodeIdsInTurn } from './resolver-guards.js';
+import { freshLoadsPerMutation, guardResolvers, resolveNodeIdsInTurn } from './resolver-guards.js';
 import './types/errors.js';
 import './types/node.js';
 import './types/memory-store.js';
@@ -15,7 +15,7 @@ import './types/session.js';
 import './types/api-key.js';
 import './types/memory-event.js';
 
-export const schema = guardResolvers(enforceAccess(resolveNodeIdsInTurn(builder.toSchema())));
+export const schema = guardResolvers(freshLoadsPerMutation(enforceAccess(resolveNodeIdsInTurn(builder.toSchema()))));
 
 /** The SDL checked in as schema.graphql: types and fields sorted so that diffs stay readable. */
 export function printSchemaSdl(): string {
