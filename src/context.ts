@@ -35,17 +35,17 @@ export interface LiveContext {
 type ContextFields = Omit<Context, 'db' | 'loaders' | 'forgetLoaded'>;
 
 /**
- * The context of one request, on `db` (the pool, or a transaction of the request). A class,
- * not an object literal with a getter: V8 gives each such literal a hidden class of its own,
- * kept in the old generation, which holds the literal's closures (and through them the
- * request's objects) until a full garbage collection (see ClientGoneSignal in
- * http/native-front.ts).
+ * The context of one request, on `db` (the pool, or a transaction of the request), or of a
+ * stream (`renew` before each event). A class, not an object literal with a getter: V8 gives
+ * each such literal a hidden class of its own, kept in the old generation, which holds the
+ * literal's closures (and through them the request's objects) until a full garbage
+ * collection (see ClientGoneSignal in http/native-front.ts).
  */
 class RequestContext implements Context {
   readonly viewer: Viewer;
   readonly requestId: string;
-  readonly now: Date;
-  readonly budget: ResponseBudget;
+  now: Date;
+  budget: ResponseBudget;
   readonly memoryWrites: MemoryWriteOptions;
   readonly live?: LiveContext;
   private made: Loaders | undefined;
@@ -69,72 +69,26 @@ class RequestContext implements Context {
   forgetLoaded(): void {
     this.made = undefined;
   }
+
+  /** A stream's next event: a clock, a whole budget and loaders of its own; the stream's viewer, database and transport stay. */
+  renew(): void {
+    ({ now: this.now, budget: this.budget } = freshStart());
+    this.forgetLoaded();
+  }
 }
 
 function fieldsOf(context: Context): ContextFields {
   return { viewer: context.viewer, requestId: context.requestId, now: context.now, budget: context.budget, memoryWrites: context.memoryWrites, live: context.live };
 }
 
-/** A request's fields at its start: its one clock, and the whole response budget. */
-function startingFields(fields: Omit<ContextFields, 'now' | 'budget'>): ContextFields {
-  return { ...fields, now: new Date(), budget: new ResponseBudget() };
+/** What a request (or a stream's event) starts with: its one clock, and the whole response budget. */
+function freshStart(): Pick<ContextFields, 'now' | 'budget'> {
+  return { now: new Date(), budget: new ResponseBudget() };
 }
 
 /** The same request's context on another database handle (a transaction of it), with loaders of its own. */
 export function contextOnDatabase(context: Context, db: Database): Context {
   return new RequestContext(db, fieldsOf(context));
-}
-
-/**
- * A stream's context: its viewer, database and transport for the whole stream, and the
- * clock, budget and loaders of the event being answered (StreamContext.renew before each).
- */
-class StreamContext implements Context {
-  private current: RequestContext;
-
-  constructor(db: Database, fields: ContextFields) {
-    this.current = new RequestContext(db, fields);
-  }
-
-  get db(): Database {
-    return this.current.db;
-  }
-
-  get viewer(): Viewer {
-    return this.current.viewer;
-  }
-
-  get requestId(): string {
-    return this.current.requestId;
-  }
-
-  get memoryWrites(): MemoryWriteOptions {
-    return this.current.memoryWrites;
-  }
-
-  get live(): LiveContext | undefined {
-    return this.current.live;
-  }
-
-  get now(): Date {
-    return this.current.now;
-  }
-
-  get budget(): ResponseBudget {
-    return this.current.budget;
-  }
-
-  get loaders(): Loaders {
-    return this.current.loaders;
-  }
-
-  forgetLoaded(): void {
-    this.current.forgetLoaded();
-  }
-
-  renew(): void {
-    this.current = new RequestContext(this.current.db, startingFields(fieldsOf(this.current)));
-  }
 }
 
 export interface ContextFactory {
@@ -159,9 +113,9 @@ export function createContextFactory(
 ): ContextFactory {
   const readSnapshot = database.readSnapshot ?? ((work) => database.db.transaction((tx) => work(tx as Database)));
   return {
-    forViewer: (requestId, viewer) => new RequestContext(database.db, startingFields({ viewer, requestId, memoryWrites })),
+    forViewer: (requestId, viewer) => new RequestContext(database.db, { viewer, requestId, memoryWrites, ...freshStart() }),
     forStream: (requestId, viewer, live) => {
-      const context = new StreamContext(database.db, startingFields({ viewer, requestId, memoryWrites, live }));
+      const context = new RequestContext(database.db, { viewer, requestId, memoryWrites, live, ...freshStart() });
       return { context, renew: () => context.renew() };
     },
     inSnapshot: (context, work) => readSnapshot((tx) => work(contextOnDatabase(context, tx))),

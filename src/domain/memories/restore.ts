@@ -65,12 +65,14 @@ export async function restoreMemoryVersion(db: Database, viewer: Viewer, input: 
       .from(memories)
       .where(and(eq(memories.workspaceId, workspaceId), eq(memories.id, source.memoryId)));
     if (current) {
-      const { memory } = await updateMemoryLocked(tx, writer, current, { content: source.content }, expected, now, source.id);
-      const [version] = await tx
+      const { memory, version } = await updateMemoryLocked(tx, writer, current, { content: source.content }, expected, now, source.id);
+      if (version) return { memory, version: { ...version, content: source.content } };
+      // The memory holds that content already: nothing is written, and its newest version answers.
+      const [newest] = await tx
         .select()
         .from(memoryVersions)
         .where(and(eq(memoryVersions.workspaceId, workspaceId), eq(memoryVersions.memoryId, memory.id), eq(memoryVersions.sequence, memory.versionSequence)));
-      return { memory, version: version! };
+      return { memory, version: newest! };
     }
 
     if (expected !== undefined) throw preconditionFailed('');

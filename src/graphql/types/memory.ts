@@ -163,12 +163,13 @@ const DeleteMemoryInput = builder.inputType('DeleteMemoryInput', {
 
 /**
  * A write's answer: the memory as the write left it, whose latestVersion is the version the
- * write made. That version is handed to the request's loader as it was written, so the answer
- * reads no statement for it, and names this write's version even if another write has made a
- * newer one since (as the memory's other fields are this write's).
+ * write made. That version is handed to the mutation's loader as it was written (the loaders
+ * start empty for each mutation field: freshLoadsPerMutation), so the answer reads no
+ * statement for it, and names this write's version even if another write has made a newer
+ * one since (as the memory's other fields are this write's).
  */
 function answerOfWrite(context: Context, { memory, version }: WrittenMemory): { memory: MemoryRecord } {
-  if (version) context.loaders.latestVersion.clear(memory.id).prime(memory.id, version);
+  if (version) context.loaders.latestVersion.prime(memory.id, version);
   return { memory };
 }
 
