@@ -1,4 +1,5 @@
 import type { Database, DatabaseHandle } from './db/client.js';
+import type { StatementScope } from './db/deadline.js';
 import { DEFAULT_MEMORY_WRITES, type MemoryWriteOptions } from './domain/memories/writes.js';
 import type { Viewer } from './domain/viewer.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
@@ -9,7 +10,10 @@ import type { StreamTransport } from './subscriptions/event-stream.js';
 /** Everything a resolver may use, built once per request. */
 export interface Context {
   viewer: Viewer;
-  db: Database;
+  /** The request's database handle: its statements are sent under `scope`. */
+  readonly db: Database;
+  /** The request's statement scope (deadline.ts), when it has one (a stream's events have none). */
+  readonly scope?: StatementScope;
   /** Made on first use: an answer that needs no loader builds none. */
   readonly loaders: Loaders;
   /** Drops what the loaders loaded: the next use makes new ones, which read what the request's writes so far left. */
@@ -48,18 +52,25 @@ class RequestContext implements Context {
   budget: ResponseBudget;
   readonly memoryWrites: MemoryWriteOptions;
   readonly live?: LiveContext;
+  readonly scope?: StatementScope;
   private made: Loaders | undefined;
 
   constructor(
-    readonly db: Database,
+    /** Where the database handle comes from: made on first use for a request (request-database.ts). */
+    private readonly source: { readonly db: Database },
     fields: ContextFields,
   ) {
+    this.scope = fields.scope;
     this.viewer = fields.viewer;
     this.requestId = fields.requestId;
     this.now = fields.now;
     this.budget = fields.budget;
     this.memoryWrites = fields.memoryWrites;
     this.live = fields.live;
+  }
+
+  get db(): Database {
+    return this.source.db;
   }
 
   get loaders(): Loaders {
@@ -72,28 +83,28 @@ class RequestContext implements Context {
 
   /** A stream's next event: a clock, a whole budget and loaders of its own; the stream's viewer, database and transport stay. */
   renew(): void {
-    ({ now: this.now, budget: this.budget } = freshStart());
+    ({ now: this.now, budget: this.budget } = freshStart(this.scope));
     this.forgetLoaded();
   }
 }
 
 function fieldsOf(context: Context): ContextFields {
-  return { viewer: context.viewer, requestId: context.requestId, now: context.now, budget: context.budget, memoryWrites: context.memoryWrites, live: context.live };
+  return { viewer: context.viewer, requestId: context.requestId, now: context.now, budget: context.budget, memoryWrites: context.memoryWrites, live: context.live, scope: context.scope };
 }
 
-/** What a request (or a stream's event) starts with: its one clock, and the whole response budget. */
-function freshStart(): Pick<ContextFields, 'now' | 'budget'> {
-  return { now: new Date(), budget: new ResponseBudget() };
+/** What a request (or a stream's event) starts with: its one clock, and the whole response budget (which stops the scope's statements once spent). */
+function freshStart(scope?: StatementScope): Pick<ContextFields, 'now' | 'budget'> {
+  return { now: new Date(), budget: new ResponseBudget(undefined, scope) };
 }
 
 /** The same request's context on another database handle (a transaction of it), with loaders of its own. */
 export function contextOnDatabase(context: Context, db: Database): Context {
-  return new RequestContext(db, fieldsOf(context));
+  return new RequestContext({ db }, fieldsOf(context));
 }
 
 export interface ContextFactory {
-  /** The context of an authenticated request. */
-  forViewer(requestId: string, viewer: Viewer): Context;
+  /** The context of an authenticated request, its statements under `scope` (its time limit: request-timeout.ts). */
+  forViewer(requestId: string, viewer: Viewer, scope?: StatementScope): Context;
   /**
    * The context of a stream: each execution of an event is answered with loaders and a
    * response budget of its own (`renew` before each), so that no event sees what an earlier
@@ -108,16 +119,20 @@ export interface ContextFactory {
 }
 
 export function createContextFactory(
-  database: Pick<DatabaseHandle, 'db'> & Partial<Pick<DatabaseHandle, 'readSnapshot'>>,
+  database: Pick<DatabaseHandle, 'db'> & Partial<Pick<DatabaseHandle, 'readSnapshot' | 'scoped'>>,
   memoryWrites: MemoryWriteOptions = DEFAULT_MEMORY_WRITES,
 ): ContextFactory {
-  const readSnapshot = database.readSnapshot ?? ((work) => database.db.transaction((tx) => work(tx as Database)));
+  const sourceOf = (scope: StatementScope | undefined) => (scope && database.scoped ? database.scoped(scope) : database);
   return {
-    forViewer: (requestId, viewer) => new RequestContext(database.db, { viewer, requestId, memoryWrites, ...freshStart() }),
+    forViewer: (requestId, viewer, scope) => new RequestContext(sourceOf(scope), { viewer, requestId, memoryWrites, scope, ...freshStart(scope) }),
     forStream: (requestId, viewer, live) => {
-      const context = new RequestContext(database.db, { viewer, requestId, memoryWrites, live, ...freshStart() });
+      const context = new RequestContext(database, { viewer, requestId, memoryWrites, live, ...freshStart() });
       return { context, renew: () => context.renew() };
     },
-    inSnapshot: (context, work) => readSnapshot((tx) => work(contextOnDatabase(context, tx))),
+    inSnapshot: (context, work) => {
+      const source = sourceOf(context.scope);
+      const onSnapshot = (tx: Database) => work(contextOnDatabase(context, tx));
+      return source.readSnapshot ? source.readSnapshot(onSnapshot) : source.db.transaction((tx) => onSnapshot(tx as Database));
+    },
   };
 }

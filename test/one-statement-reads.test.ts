@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import type { DatabaseHandle } from '../src/db/client.js';
-import { SnapshotChoice, SnapshotNeededError, tallyStatement } from '../src/db/snapshot-choice.js';
+import { StatementScope } from '../src/db/deadline.js';
+import { SnapshotChoice, SnapshotNeededError } from '../src/db/snapshot-choice.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { QUERY_OUTCOME, ResponseBudget } from '../src/graphql/response-budget.js';
 import { createMemory, createStore, updateMemory } from './support/builders.js';
@@ -33,14 +34,29 @@ const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').diges
 function countingSnapshots(compiledReads = true) {
   const handle = server.database.handle;
   const seen = { snapshots: 0, beforeNext: null as (() => Promise<unknown>) | null };
-  const counted: DatabaseHandle = {
-    ...handle,
-    readSnapshot: async (work) => {
+  /** Counts a snapshot (and runs what is to come first) before `readSnapshot` takes it. */
+  const counting =
+    (readSnapshot: DatabaseHandle['readSnapshot']): DatabaseHandle['readSnapshot'] =>
+    async (work) => {
       seen.snapshots += 1;
       const before = seen.beforeNext;
       seen.beforeNext = null;
       if (before) await outside(before);
-      return handle.readSnapshot(work);
+      return readSnapshot(work);
+    };
+  const counted: DatabaseHandle = {
+    ...handle,
+    readSnapshot: counting((work) => handle.readSnapshot(work)),
+    // A request's snapshots are taken by its scoped database.
+    scoped: (scope) => {
+      const scoped = handle.scoped(scope);
+      const readSnapshot = counting((work) => scoped.readSnapshot(work));
+      return {
+        get db() {
+          return scoped.db;
+        },
+        readSnapshot,
+      };
     },
   };
   return { seen, app: createApp({ config: { nodeEnv: 'test', graphiql: false }, database: counted, compiledReads }) };
@@ -171,9 +187,10 @@ describe('SnapshotChoice', () => {
     const choice = new SnapshotChoice<object>();
     const kind = {};
     const outcome = { teaches: (answer: string) => !answer.startsWith('error'), stands: (answer: string) => answer === 'too large' };
-    expect(await choice.read(kind, sending(0, 'alone'), sending(0, 'error: bad input'), outcome)).toBe('error: bad input');
+    const scope = new StatementScope();
+    expect(await choice.read(scope, kind, sending(scope, 0, 'alone'), sending(scope, 0, 'error: bad input'), outcome)).toBe('error: bad input');
     expect(choice.needOf(kind)).toBeUndefined();
-    expect(await choice.read(kind, sending(0, 'alone'), sending(1, 'fine'), outcome)).toBe('fine');
+    expect(await choice.read(scope, kind, sending(scope, 0, 'alone'), sending(scope, 1, 'fine'), outcome)).toBe('fine');
     expect(choice.needOf(kind)).toBe('one');
     let snapshots = 0;
     const inSnapshot = async () => {
@@ -182,11 +199,11 @@ describe('SnapshotChoice', () => {
     };
     // Its second statement refused (and the refusal caught, as the executor catches a resolver's error).
     const tooLarge = async () => {
-      tallyStatement();
-      expect(() => tallyStatement()).toThrow(SnapshotNeededError);
+      scope.admit();
+      expect(() => scope.admit()).toThrow(SnapshotNeededError);
       return 'too large';
     };
-    expect(await choice.read(kind, tooLarge, inSnapshot, outcome)).toBe('too large');
+    expect(await choice.read(scope, kind, tooLarge, inSnapshot, outcome)).toBe('too large');
     expect(snapshots).toBe(0);
     expect(choice.needOf(kind)).toBe('several');
     // A budget's answer is one that stands; an execution's own does not.
@@ -196,10 +213,10 @@ describe('SnapshotChoice', () => {
     expect(QUERY_OUTCOME.stands!(new ResponseBudget().settle({ data: { a: 1 } }))).toBe(false);
   });
 
-  /** A read that "sends" n statements (as the database handles count them), then answers. */
-  const sending = (n: number, answer: string, gate?: Promise<void>) => async () => {
+  /** A read that "sends" n statements under `scope` (as the database handles count them), then answers. */
+  const sending = (scope: StatementScope, n: number, answer: string, gate?: Promise<void>) => async () => {
     for (let index = 0; index < n; index += 1) {
-      tallyStatement();
+      scope.admit();
       await gate;
     }
     return answer;
@@ -210,34 +227,37 @@ describe('SnapshotChoice', () => {
     const kind = {};
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    // Two first reads of one kind at once: the one of several statements ends first, the one of one statement last.
-    const several = choice.read(kind, sending(0, 'alone'), sending(2, 'snapshot of two'));
-    const one = choice.read(kind, sending(0, 'alone'), sending(1, 'snapshot of one', gate));
+    // Two first reads of one kind at once (two requests): the one of several statements ends first, the one of one statement last.
+    const [first, second, third] = [new StatementScope(), new StatementScope(), new StatementScope()];
+    const several = choice.read(first, kind, sending(first, 0, 'alone'), sending(first, 2, 'snapshot of two'));
+    const one = choice.read(second, kind, sending(second, 0, 'alone'), sending(second, 1, 'snapshot of one', gate));
     expect(await several).toBe('snapshot of two');
     open();
     expect(await one).toBe('snapshot of one');
     expect(choice.needOf(kind)).toBe('several');
-    expect(await choice.read(kind, sending(1, 'alone'), sending(1, 'snapshot'))).toBe('snapshot');
+    expect(await choice.read(third, kind, sending(third, 1, 'alone'), sending(third, 1, 'snapshot'))).toBe('snapshot');
   });
 
   it('refuses a second statement to a read alone, before it is sent, and answers from the snapshot instead', async () => {
     const choice = new SnapshotChoice<object>();
     const kind = {};
-    expect(await choice.read(kind, sending(5, 'alone'), sending(1, 'learned'))).toBe('learned');
+    const learning = new StatementScope();
+    expect(await choice.read(learning, kind, sending(learning, 5, 'alone'), sending(learning, 1, 'learned'))).toBe('learned');
     expect(choice.needOf(kind)).toBe('one');
+    const scope = new StatementScope();
     const sent: number[] = [];
     const alone = async () => {
       for (let index = 0; index < 3; index += 1) {
-        tallyStatement();
+        scope.admit();
         sent.push(index);
       }
       return 'alone';
     };
-    expect(await choice.read(kind, alone, sending(2, 'snapshot'))).toBe('snapshot');
+    expect(await choice.read(scope, kind, alone, sending(scope, 2, 'snapshot'))).toBe('snapshot');
     expect(sent).toEqual([0]);
     expect(choice.needOf(kind)).toBe('several');
     // Outside a read, nothing is counted or refused.
-    expect(() => tallyStatement()).not.toThrow();
+    expect(() => scope.admit()).not.toThrow();
     expect(new SnapshotNeededError()).toBeInstanceOf(Error);
   });
 });

@@ -1,33 +1,33 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { ANNOUNCEMENTS_APPLICATION_NAME, announcementsUrl, announcingTransactions, createAnnouncer, EVENTS_CHANNEL, localAnnouncements, ReservedApplicationNameError } from './announcements.js';
 import { lockDataDir } from './data-dir-lock.js';
+import type { Database } from './database.js';
 import * as schema from './schema.js';
-import { checkDeadline, observeStatement } from './deadline.js';
-import { recordStatement } from './statement-count.js';
-import { tallyStatement } from './snapshot-choice.js';
+import type { StatementScope } from './deadline.js';
+import { preparingStatements, watched } from './postgres-statements.js';
+import { beforeStatement, RequestDatabase, statementLogger, type ScopedDatabase } from './request-database.js';
 import { PGLITE_PREPARED_TEXTS, preparedStatements } from './pglite-prepared.js';
 import { oneStatementAtATime } from './pglite-statements.js';
-import { PoolDemand, type PoolPart, type PoolUses, type StatementDone } from './statement-observer.js';
+import { PoolDemand, type PoolPart, type PoolUses } from './statement-observer.js';
 
 /** `MEMSTORE_DATA_DIR=memory://` keeps the embedded database in memory (gone at exit). */
 export const IN_MEMORY_DATA_DIR = 'memory://';
 
-/** A database handle or an open transaction: domain functions accept either. */
-export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
+export type { Database } from './database.js';
 
 /** How a statement run outside drizzle is sent. */
 export interface RunOptions {
   /** PostgreSQL: prepare it on the connection (the default) or send it unnamed, parsed again each time. */
   prepare?: boolean;
+  /** The request it is sent for (deadline.ts): checked before it is sent, and told of it. */
+  scope?: StatementScope;
 }
 
 /** The rows of `db.execute` on either driver (postgres.js: an array; PGlite: `.rows`). */
@@ -42,7 +42,10 @@ export type RunStatement = (text: string, params: unknown[], options?: RunOption
 export type RunStatementRaw = (text: string, params: unknown[], options?: RunOptions) => Promise<(Uint8Array | null)[][]>;
 
 export interface DatabaseHandle {
+  /** The database outside any request (startup, live updates' reader, sweeps, key checks). */
   db: Database;
+  /** The database for one request's statements, under its scope (deadline.ts). */
+  scoped(scope: StatementScope): ScopedDatabase;
   /** One statement outside drizzle, for statements built on every request (prepared on PostgreSQL). */
   run: RunStatement;
   /**
@@ -137,19 +140,7 @@ export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.m
 /** Any fixed number: the key of the advisory lock that serializes migrations. */
 const MIGRATION_LOCK_KEY = 7_214_889_301;
 
-/**
- * Every statement drizzle sends goes through here first: it is counted (tests), and it is
- * not sent at all for a request past its time limit (the error then rolls back the
- * transaction it belongs to, if any), nor as the second statement of a read running
- * without a snapshot (./snapshot-choice.ts).
- */
-function beforeStatement(query: string, params: unknown[]): void {
-  checkDeadline();
-  tallyStatement();
-  recordStatement(query, params);
-}
-
-const logger = { logQuery: beforeStatement };
+const logger = statementLogger();
 
 export async function createDb(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl === undefined ? openPglite(options) : openPostgres(options, options.databaseUrl);
@@ -203,15 +194,18 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   const readTransaction = announcingTransactions(db, announcer);
   return {
     db,
+    scoped: (scope) => new RequestDatabase(db, scope, announcer, () => statements.withScope(scope), null),
     run: async (text, params, options) => {
-      beforeStatement(text, params);
-      return options?.prepare ? statements.queryPrepared(text, params) : (await statements.queryUnprepared(text, params)).rows;
+      beforeStatement(options?.scope, text, params);
+      const line = options?.scope ? statements.withScope(options.scope) : statements;
+      return options?.prepare ? line.queryPrepared(text, params) : (await line.queryUnprepared(text, params)).rows;
     },
     // A text built for one request only runs unprepared, through run (its answer decoded).
     runRaw: async (text, params, options) => {
-      beforeStatement(text, params);
-      if (options?.prepare) return statements.queryPreparedRaw(text, params);
-      const { rows } = await statements.queryUnprepared(text, params);
+      beforeStatement(options?.scope, text, params);
+      const line = options?.scope ? statements.withScope(options.scope) : statements;
+      if (options?.prepare) return line.queryPreparedRaw(text, params);
+      const { rows } = await line.queryUnprepared(text, params);
       return rows.map((row) => Object.values(row).map((value) => (value == null ? null : Buffer.from(String(value)))));
     },
     kind: 'pglite',
@@ -226,70 +220,8 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   };
 }
 
-/**
- * Drizzle runs its statements unnamed: every execution parses and plans again, in two
- * round trips. This client makes postgres.js prepare each distinct statement once per
- * connection (then one round trip per execution), in transactions too. Statement texts
- * are few and fixed: lists are passed as one array parameter (`anyOf` in ./sql.ts), never
- * as a variable number of placeholders; texts built per request (compiled reads) say
- * whether to prepare them (RunOptions), since a session keeps what it prepared.
- */
-/** How the next transaction begins, when a read snapshot asks (drizzle would spend a statement on SET TRANSACTION). */
-const beginOptions = new AsyncLocalStorage<string>();
+/** How a read snapshot's transaction begins (postgres-statements.ts). */
 const READ_SNAPSHOT_BEGIN = 'isolation level repeatable read read only';
-
-function preparingStatements(
-  client: postgres.Sql,
-  /** The pool's connections: statements outside transactions, and transactions (null inside a transaction). */
-  demand: PoolDemand | null,
-): postgres.Sql {
-  return new Proxy(client, {
-    get(target, property, receiver) {
-      if (property === 'unsafe') {
-        return (query: string, parameters?: unknown[], queryOptions?: object) =>
-          watched(target.unsafe(query, parameters as never, { ...queryOptions, prepare: true }), query, demand);
-      }
-      if (property === 'begin') {
-        return (...args: unknown[]) => {
-          const end = demand?.begin();
-          const body = args.pop() as (transaction: postgres.Sql) => unknown;
-          const options = args.length === 0 ? beginOptions.getStore() : undefined;
-          const transaction = (target.begin as (...beginArgs: unknown[]) => Promise<unknown>)(...(options ? [options] : args), (transaction: postgres.Sql) =>
-            beginOptions.exit(() => body(preparingStatements(transaction, null))),
-          );
-          if (end) transaction.then(end, end);
-          return transaction;
-        };
-      }
-      return Reflect.get(target, property, receiver);
-    },
-  });
-}
-
-/**
- * A postgres.js query, told to the request's statement observer and counted in the pool's
- * demand when either watches. Its `then` is hooked on the instance, because the query runs
- * only once awaited and callers still call `.values()` or `.raw()` on it (which return it).
- */
-function watched<Query extends PromiseLike<unknown>>(query: Query, text: string, demand: PoolDemand | null): Query {
-  const done = observeStatement(text);
-  const end = demand?.begin();
-  if (!done && !end) return query;
-  const settle: StatementDone = (error) => {
-    end?.();
-    done?.(error);
-  };
-  const then = query.then;
-  let hooked = false;
-  query.then = function (this: Query, ...args: Parameters<Query['then']>) {
-    if (!hooked) {
-      hooked = true;
-      then.call(this, () => settle(), (error: unknown) => settle(error));
-    }
-    return then.apply(this, args);
-  } as Query['then'];
-  return query;
-}
 
 async function openPostgres(options: DatabaseOptions, databaseUrl: string): Promise<DatabaseHandle> {
   // Migrations run over one dedicated connection that holds an advisory lock, so that
@@ -328,11 +260,10 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   // compiled reads read the same types the same way.
   Object.assign(reads.options.parsers, pool.options.parsers);
   Object.assign(reads.options.serializers, pool.options.serializers);
-  const readClient = reads === pool ? client : preparingStatements(reads, readDemand);
-  /** A compiled read on the reads' connections: prepared by the wrapper, or unprepared (then watched here). */
+  /** A compiled read on the reads' connections: prepared (postgres-statements.ts), or unprepared. */
   const read = (text: string, params: unknown[], runOptions: RunOptions | undefined) => {
-    beforeStatement(text, params);
-    return runOptions?.prepare === false ? watched(reads.unsafe(text, params as never[], { prepare: false }), text, readDemand) : readClient.unsafe(text, params as never[]);
+    beforeStatement(runOptions?.scope, text, params);
+    return watched(reads.unsafe(text, params as never[], { prepare: runOptions?.prepare !== false }), text, readDemand, runOptions?.scope);
   };
   const pingClient = postgres(databaseUrl, {
     max: 1,
@@ -349,7 +280,8 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     connection: { synchronous_commit: 'off' },
   });
   const announcer = createAnnouncer(() => announcing`select pg_notify(${EVENTS_CHANNEL}, '')`);
-  const readTransaction = announcingTransactions(db, announcer);
+  announcingTransactions(db, announcer);
+  const snapshots = new RequestDatabase(db, undefined, announcer, () => client, () => preparingStatements(pool, demand, undefined, READ_SNAPSHOT_BEGIN));
   let closed = false;
   return {
     db,
@@ -359,7 +291,8 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     ping: async () => {
       await pingClient`select 1`;
     },
-    readSnapshot: (work) => beginOptions.run(READ_SNAPSHOT_BEGIN, () => readTransaction((tx) => work(tx as unknown as Database))),
+    scoped: (scope) => new RequestDatabase(db, scope, announcer, () => preparingStatements(pool, demand, scope), () => preparingStatements(pool, demand, scope, READ_SNAPSHOT_BEGIN)),
+    readSnapshot: (work) => snapshots.readSnapshot(work),
     watchPool: () => partsOf(reads === pool ? { all: demand } : { reads: readDemand, general: demand }),
     listen: async (channel, onNotify) => {
       const { unlisten } = await pool.listen(channel, () => onNotify());

@@ -1,21 +1,33 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { StatementDone, StatementObserver } from './statement-observer.js';
 
+/** Counts a request's statements, and may refuse one (snapshot-choice.ts). */
+export interface StatementTally {
+  /** Called before each statement is sent: throws to refuse it. */
+  count(): void;
+}
+
 /**
- * The limits of the request a statement is sent for. The request pipeline runs each
- * request's work inside its scope; the database handles check it before every statement, so
- * that a request past its time limit, or stopped for another reason (its answer grew past
+ * The limits of the request a statement is sent for. A request's database handle
+ * (DatabaseHandle.scoped, client.ts) carries its scope and asks it before every statement,
+ * so that a request past its time limit, or stopped for another reason (its answer grew past
  * its budget), sends no further statement: its work ends at its next statement instead of
  * running to its end (on PGlite, which cannot cancel a statement, the only way to end it).
+ *
+ * The scope is handed along explicitly (the request's state, its context, its handle), not
+ * found through an AsyncLocalStorage: on Node 20 any AsyncLocalStorage in use turns on
+ * promise hooks for every promise of the process, which cost 6–7 % of a one-memory read's
+ * server CPU (`npm run bench`, Q2, CPU profile).
  */
 export class StatementScope {
   /** Why no further statement may be sent, once one may not. */
   private stoppedBy: Error | null = null;
+  /** Set while a read runs counted (snapshot-choice.ts): told of each statement. */
+  tally: StatementTally | null = null;
 
   constructor(
     /** performance.now() milliseconds after which no statement may start. */
-    readonly at: number,
-    readonly timeoutMs: number,
+    readonly at: number = Number.POSITIVE_INFINITY,
+    readonly timeoutMs: number = Number.POSITIVE_INFINITY,
     /** Told of each statement the request sends (metrics and traces), when they are on. */
     readonly observer?: StatementObserver,
   ) {}
@@ -25,36 +37,27 @@ export class StatementScope {
     this.stoppedBy ??= reason;
   }
 
-  run<T>(work: () => T): T {
-    return current.run(this, work);
-  }
-
+  /** Throws when the request may send no further statement. */
   check(): void {
     if (this.stoppedBy) throw this.stoppedBy;
     if (performance.now() > this.at) throw new DeadlineExceededError(this.timeoutMs);
   }
-}
 
-const current = new AsyncLocalStorage<StatementScope>();
+  /** Before a statement is sent: the limits (check), then the tally, which may refuse it. */
+  admit(): void {
+    this.check();
+    this.tally?.count();
+  }
+
+  /** Tells the observer (if any) that a statement is sent: call the result once it has its answer. */
+  observe(text: string): StatementDone | undefined {
+    return this.observer?.(text);
+  }
+}
 
 export class DeadlineExceededError extends Error {
   constructor(readonly timeoutMs: number) {
     super(`The request ran past its limit of ${timeoutMs} ms; no further statement is sent for it.`);
     this.name = 'DeadlineExceededError';
   }
-}
-
-/** Throws when the current request may send no further statement. */
-export function checkDeadline(): void {
-  current.getStore()?.check();
-}
-
-/** Tells the current request's observer (if any) that a statement is sent: call the result once it has its answer. */
-export function observeStatement(text: string): StatementDone | undefined {
-  return current.getStore()?.observer?.(text);
-}
-
-/** Stops the statements of the current request (if any): each further one fails with `reason`. */
-export function stopStatements(reason: Error): void {
-  current.getStore()?.stop(reason);
 }

@@ -1,7 +1,16 @@
 import type { QueryOptions } from '@electric-sql/pglite';
-import { checkDeadline, observeStatement } from './deadline.js';
+import type { StatementScope } from './deadline.js';
 import type { OpenTransaction, PreparedStatements } from './pglite-prepared.js';
 import type { PoolDemand } from './statement-observer.js';
+
+/** A client whose statements go one at a time (oneStatementAtATime). */
+export type LineClient<Client> = Client & {
+  queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  queryPreparedRaw(text: string, params: unknown[]): Promise<(Uint8Array | null)[][]>;
+  queryUnprepared(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+  /** The same client, in the same line, for the statements of the request `scope` stands for. */
+  withScope(scope: StatementScope): LineClient<Client>;
+};
 
 /**
  * PGlite runs each statement in this thread, and while one runs nothing else does. Its
@@ -11,6 +20,9 @@ import type { PoolDemand } from './statement-observer.js';
  * (a request's statements may all have been queued at once, by a DataLoader).
  * A transaction's statements are sent the same way. Drizzle's statements with parameters
  * are prepared (pglite-prepared.ts), as compiled reads ask theirs to be.
+ *
+ * `withScope(scope)` gives the same client for one request's statements: they wait in the
+ * same line, and each is checked against the request's scope at its turn (deadline.ts).
  */
 export function oneStatementAtATime<Client extends { query: (...args: never[]) => unknown; exec: (...args: never[]) => unknown }>(
   client: Client,
@@ -19,18 +31,17 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
   prepared: PreparedStatements,
   /** The transaction these statements belong to (null: the session's own line). */
   transaction?: OpenTransaction,
-): Client & {
-  queryPrepared(text: string, params: unknown[]): Promise<Record<string, unknown>[]>;
-  queryPreparedRaw(text: string, params: unknown[]): Promise<(Uint8Array | null)[][]>;
-  queryUnprepared(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
-} {
-  let tail: Promise<unknown> = Promise.resolve();
+  /** The request whose statements these are, if any. */
+  scope?: StatementScope,
+  /** The line the statements wait in (a scoped client's is its unscoped one's). */
+  line: { tail: Promise<unknown> } = { tail: Promise.resolve() },
+): LineClient<Client> {
   const inTurn = (text: string, run: () => unknown) => {
     const end = demand?.begin();
-    const turn = tail.then(async () => {
+    const turn = line.tail.then(async () => {
       await new Promise((resolve) => setImmediate(resolve));
-      checkDeadline();
-      const done = observeStatement(text);
+      scope?.check();
+      const done = scope?.observe(text);
       if (!done) return run();
       try {
         const result = await run();
@@ -41,7 +52,7 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
         throw error;
       }
     });
-    tail = turn.catch(() => {});
+    line.tail = turn.catch(() => {});
     if (end) turn.then(end, end);
     return turn;
   };
@@ -59,13 +70,14 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
       if (property === 'queryPreparedRaw') return (text: string, params: unknown[]) => inTurn(text, () => prepared.rawRows(text, params));
       // A text built for one request only: parsed once, as query does, and not kept among the prepared.
       if (property === 'queryUnprepared') return (...args: unknown[]) => inTurn(args[0] as string, () => own('query', args));
+      if (property === 'withScope') return (requestScope: StatementScope) => oneStatementAtATime(target, demand, prepared, transaction, requestScope, line);
       // A transaction's statements go one at a time in the same way, in their own line.
       if (property === 'transaction') {
         return (body: (transaction: Client) => unknown, ...rest: unknown[]) => {
           const end = demand?.begin();
           const transaction = (value as (...callArgs: unknown[]) => Promise<unknown>).call(
             target,
-            (transaction: Client) => body(oneStatementAtATime(transaction, null, prepared, transaction as unknown as OpenTransaction)),
+            (transaction: Client) => body(oneStatementAtATime(transaction, null, prepared, transaction as unknown as OpenTransaction, scope)),
             ...rest,
           );
           if (end) transaction.then(end, end);

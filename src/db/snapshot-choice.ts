@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import type { StatementScope, StatementTally } from './deadline.js';
 
 /**
  * Reads in one snapshot only when they need one. A read of several statements must see one
@@ -25,39 +25,40 @@ export class SnapshotNeededError extends Error {
   }
 }
 
-interface Tally {
+/** The statements of a read running counted, at most `limit` of them. */
+class Tally implements StatementTally {
   /** Statements sent so far. */
-  sent: number;
-  /** How many may be sent. */
-  readonly limit: number;
+  sent = 0;
   /** A statement beyond the limit was refused. */
-  refused: boolean;
-}
+  refused = false;
 
-const tallies = new AsyncLocalStorage<Tally>();
+  constructor(readonly limit: number) {}
 
-/** Called before each statement is sent: counts it for the read running, or refuses one beyond its limit. */
-export function tallyStatement(): void {
-  const tally = tallies.getStore();
-  if (!tally) return;
-  if (tally.sent >= tally.limit) {
-    tally.refused = true;
-    throw new SnapshotNeededError();
+  count(): void {
+    if (this.sent >= this.limit) {
+      this.refused = true;
+      throw new SnapshotNeededError();
+    }
+    this.sent += 1;
   }
-  tally.sent += 1;
 }
 
 /**
- * Runs `work` counting its statements, at most `limit` of them. A failure after a refusal
- * is the refusal's: the result is then undefined, and `refused` says why.
+ * Runs `work` counting its statements (those sent under `scope`), at most `limit` of them.
+ * A failure after a refusal is the refusal's: the result is then undefined, and `refused`
+ * says why.
  */
-async function tallied<T>(limit: number, work: () => Promise<T>): Promise<{ result: T | undefined } & Tally> {
-  const tally: Tally = { sent: 0, limit, refused: false };
+async function tallied<T>(scope: StatementScope, limit: number, work: () => Promise<T>): Promise<{ result: T | undefined; sent: number; refused: boolean }> {
+  const tally = new Tally(limit);
+  const outer = scope.tally;
+  scope.tally = tally;
   try {
-    return { result: await tallies.run(tally, work), ...tally };
+    return { result: await work(), sent: tally.sent, refused: tally.refused };
   } catch (error) {
     if (!tally.refused) throw error;
-    return { result: undefined, ...tally };
+    return { result: undefined, sent: tally.sent, refused: true };
+  } finally {
+    scope.tally = outer;
   }
 }
 
@@ -84,21 +85,22 @@ export class SnapshotChoice<Kind extends object> {
   private readonly needs = new WeakMap<Kind, Need>();
 
   /**
-   * Runs a read of this kind: `alone` without a snapshot, `inSnapshot` in one. Each is
-   * called at most once, and only the answer returned is the client's (an attempt alone
-   * that asked for a second statement is discarded, unless it stands).
+   * Runs a read of this kind: `alone` without a snapshot, `inSnapshot` in one, each sending
+   * its statements under `scope` (the request's). Each is called at most once, and only the
+   * answer returned is the client's (an attempt alone that asked for a second statement is
+   * discarded, unless it stands).
    */
-  async read<T>(kind: Kind, alone: () => Promise<T>, inSnapshot: () => Promise<T>, outcome: ReadOutcome<T> = {}): Promise<T> {
+  async read<T>(scope: StatementScope, kind: Kind, alone: () => Promise<T>, inSnapshot: () => Promise<T>, outcome: ReadOutcome<T> = {}): Promise<T> {
     const need = this.needs.get(kind);
     if (need === 'one') {
-      const attempt = await tallied(1, alone);
+      const attempt = await tallied(scope, 1, alone);
       if (!attempt.refused) return attempt.result as T;
       this.needs.set(kind, 'several');
       if (attempt.result !== undefined && outcome.stands?.(attempt.result)) return attempt.result;
       return inSnapshot();
     }
     if (need === 'several') return inSnapshot();
-    const counted = await tallied(Number.POSITIVE_INFINITY, inSnapshot);
+    const counted = await tallied(scope, Number.POSITIVE_INFINITY, inSnapshot);
     const result = counted.result as T;
     // Several statements once is enough to stay in snapshots (whatever another request of
     // this kind learned meanwhile); one is learned only of a kind not known yet, from an

@@ -4,7 +4,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * Counts (and, on request, records) the SQL statements issued inside `countStatements(fn)`.
  * Tests pin how many statements a query costs, and the EXPLAIN script replays them; the
  * database logger calls `recordStatement` for each statement sent. It costs nothing when
- * no count is running.
+ * no count is running: an AsyncLocalStorage that never runs anything turns no promise
+ * hooks on (test/promise-hooks.test.ts), and the server never counts.
  */
 export interface RecordedStatement {
   sql: string;

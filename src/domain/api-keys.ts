@@ -1,6 +1,7 @@
 import { hash, randomInt } from 'node:crypto';
 import { and, count, eq, getTableColumns, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
+import type { StatementScope } from '../db/deadline.js';
 import { apiKeys, workspaces } from '../db/schema.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { isIdOfKind, newId } from './ids.js';
@@ -84,12 +85,25 @@ export function isWellFormedToken(token: string): boolean {
   return TOKEN_PATTERN.test(token);
 }
 
-export async function authenticate(db: Database, token: string): Promise<Viewer | null> {
+/**
+ * The key of a token, or null. For a request, `scope` is its statement scope (deadline.ts):
+ * the lookup is not sent once the request may send no statement, and its observer is told
+ * of it; the prepared lookup itself belongs to `db`, the handle outside requests.
+ */
+export async function authenticate(db: Database, token: string, scope?: StatementScope): Promise<Viewer | null> {
   if (!isWellFormedToken(token)) return null;
   let lookup = keyLookups.get(db);
   if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(db)));
-  const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
-  return key ? viewerOf(key) : null;
+  scope?.admit();
+  const done = scope?.observe(lookup.getQuery().sql);
+  try {
+    const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
+    done?.();
+    return key ? viewerOf(key) : null;
+  } catch (error) {
+    done?.(error);
+    throw error;
+  }
 }
 
 /** What became of an ADMIN key that had to exist: there and working, revoked earlier, or the token of another workspace's key. */

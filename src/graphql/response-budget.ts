@@ -1,5 +1,5 @@
 import { GraphQLError, type ExecutionResult } from 'graphql';
-import { stopStatements } from '../db/deadline.js';
+import type { StatementScope } from '../db/deadline.js';
 import type { ReadOutcome } from '../db/snapshot-choice.js';
 import { MAX_RESPONSE_BYTES } from '../domain/limits.js';
 
@@ -40,7 +40,11 @@ export class ResponseBudget {
   private spent = 0;
   private error: GraphQLError | null = null;
 
-  constructor(readonly maxBytes = MAX_RESPONSE_BYTES) {}
+  constructor(
+    readonly maxBytes = MAX_RESPONSE_BYTES,
+    /** The statements of the request it is the budget of (none: a stream's event). */
+    private readonly scope?: StatementScope,
+  ) {}
 
   get exceeded(): boolean {
     return this.error !== null;
@@ -55,7 +59,7 @@ export class ResponseBudget {
     this.spent += bytes;
     if (this.spent <= this.maxBytes) return;
     this.error = responseTooLarge(this.maxBytes);
-    stopStatements(this.error);
+    this.scope?.stop(this.error);
     throw this.error;
   }
 

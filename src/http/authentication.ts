@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { Database } from '../db/client.js';
+import type { StatementScope } from '../db/deadline.js';
 import { authenticate, hashToken, isWellFormedToken } from '../domain/api-keys.js';
 import type { Viewer } from '../domain/viewer.js';
 import { rateLimited, type KeyRateLimiter, type RateLimitState } from './rate-limit.js';
@@ -61,9 +62,9 @@ export class Gate {
     throw rateLimited(this.limiter.settings, state);
   }
 
-  /** The key behind the credentials; unknown or revoked: 401. */
-  async viewer(credentials: Credentials): Promise<Viewer> {
-    const viewer = await authenticate(this.db, credentials.token);
+  /** The key behind the credentials, looked up under the request's statement scope; unknown or revoked: 401. */
+  async viewer(credentials: Credentials, scope?: StatementScope): Promise<Viewer> {
+    const viewer = await authenticate(this.db, credentials.token, scope);
     if (!viewer) throw unauthenticated();
     return viewer;
   }

@@ -1,6 +1,7 @@
 import { GraphQLError, printSchema, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode, type Source } from 'graphql';
 import type { Context, ContextFactory } from '../context.js';
 import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
+import { StatementScope } from '../db/deadline.js';
 import { SnapshotChoice, type ReadOutcome } from '../db/snapshot-choice.js';
 import type { Viewer } from '../domain/viewer.js';
 import { ByteBoundedCache, createParseCache } from '../graphql/document-cache.js';
@@ -163,11 +164,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
 
   /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
-  const runCompiled = async (request: Request, statement: (tokenSha256: string) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
+  const runCompiled = async (request: Request, statement: (tokenSha256: string, scope: StatementScope | undefined) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
     stage(request, 'compiledRead');
     const state = states.of(request);
     if (!state.credentials) throw unauthenticated();
-    const answer = await statement(state.credentials.tokenSha256);
+    const answer = await statement(state.credentials.tokenSha256, state.scope);
     if (answer === null) throw unauthenticated();
     state.viewer = answer.viewer;
     return answer;
@@ -251,13 +252,15 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     deadline(request) {
       stage(request, 'deadline');
       const state = states.of(request);
-      return startDeadline(options.timeoutMs, performance.now() - state.startedAt, request.signal, telemetry?.statements(state));
+      const deadline = startDeadline(options.timeoutMs, performance.now() - state.startedAt, request.signal, telemetry?.statements(state));
+      state.scope = deadline.scope;
+      return deadline;
     },
     async identify(request) {
       stage(request, 'identify');
       const state = states.of(request);
       if (!state.credentials) throw unauthenticated();
-      return (state.viewer = await gate.viewer(state.credentials));
+      return (state.viewer = await gate.viewer(state.credentials, state.scope));
     },
     execute(request, viewer, operation, run) {
       const work = async (context: Context) => context.budget.settle(await run(context));
@@ -265,14 +268,16 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     },
     perform(request, viewer, read, work, outcome) {
       stage(request, 'execute');
-      const id = states.of(request).id;
+      const state = states.of(request);
+      // Its statements under the request's time limit; without one (no deadline stage ran), a scope of its own, unlimited.
+      const scope = (state.scope ??= new StatementScope());
       // Each attempt with a context of its own: its loaders and its response budget.
       const attempt = (inSnapshot: boolean) => {
-        const context = contexts.forViewer(id, viewer);
+        const context = contexts.forViewer(state.id, viewer, scope);
         return inSnapshot ? contexts.inSnapshot(context, work) : work(context);
       };
       if (read === null) return attempt(false);
-      return snapshots.read(read, () => attempt(false), () => attempt(true), outcome);
+      return snapshots.read(scope, read, () => attempt(false), () => attempt(true), outcome);
     },
     compile(document, operation, variables) {
       if (!options.run || operation.operation !== 'query') return null;
@@ -284,7 +289,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     },
     async readOrIdentify(request, compiled) {
       if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
-      return runCompiled(request, (tokenSha256) => compiled.read(tokenSha256));
+      return runCompiled(request, (tokenSha256, scope) => compiled.read(tokenSha256, scope));
     },
     answerTag(compiled, answer, representation) {
       return (tags ??= new AnswerTags(printSchema(schema))).tag(answer.mark, answer.viewer, compiled.shape, representation);
@@ -292,7 +297,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     async unchangedTag(request, compiled, representation) {
       if (!request.headers.has('if-none-match')) return null;
       // A statement that stops short of the answer: the key and the change mark.
-      const tag = this.answerTag(compiled, await runCompiled(request, (tokenSha256) => compiled.check(tokenSha256)), representation);
+      const tag = this.answerTag(compiled, await runCompiled(request, (tokenSha256, scope) => compiled.check(tokenSha256, scope)), representation);
       return tag !== null && this.namesRequestTag(request, tag) ? tag : null;
     },
     namesRequestTag(request, tag) {

@@ -8,6 +8,7 @@ import type { CostEstimate } from '../graphql/query-limits.js';
 import type { Credentials } from './authentication.js';
 import { rateLimitHeaders, type RateLimitState } from './rate-limit.js';
 import { CLIENT_CLOSED_REQUEST } from './request-body.js';
+import type { StatementScope } from '../db/deadline.js';
 import type { RequestSpans } from './tracing.js';
 
 /** What the server keeps about a request while it is answered. */
@@ -32,6 +33,8 @@ export interface RequestState {
   errorCode?: string;
   /** The request's spans, while it is answered (when tracing is on). */
   spans?: RequestSpans;
+  /** Its statements' scope, once its time limit runs (request-timeout.ts): every statement it sends is sent under it. */
+  scope?: StatementScope;
 }
 
 const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_MAX_CHARACTERS}}$`);

@@ -12,8 +12,13 @@ import { requestTimeoutError } from '../graphql/error-masking.js';
  */
 export interface Deadline {
   /**
-   * Runs the work under the limit: once the time is up the database sends none of its
-   * statements, so the work ends at its next one. Resolves with the work's result, or with
+   * The request's statement scope: its statements are sent under it (the pipeline's
+   * request state hands it to the request's database handle), and none once the time is up.
+   */
+  readonly scope: StatementScope;
+  /**
+   * Runs the work under the limit: once the time is up the database sends none of the
+   * request's statements, so the work ends at its next one. Resolves with the work's result, or with
    * the REQUEST_TIMEOUT result when the time runs out first — also when the work ends after
    * the limit but before the timer could fire (PGlite holds the thread while a statement
    * runs); the work is not waited for then.
@@ -49,7 +54,8 @@ export function startDeadline(timeoutMs: number, elapsedMs: number, clientGone?:
     return timedOutResult();
   };
   return {
-    within: (work) => (remainingMs <= 0 ? timedOut : Promise.race([scope.run(work).then(late), timedOut])),
+    scope,
+    within: (work) => (remainingMs <= 0 ? timedOut : Promise.race([work().then(late), timedOut])),
     clear: () => clearTimeout(timer),
   };
 }

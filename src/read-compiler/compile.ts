@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { getVariableValues, Kind, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type TypeNode } from 'graphql';
-import type { RunStatement, RunStatementRaw } from '../db/client.js';
+import type { RunOptions, RunStatement, RunStatementRaw } from '../db/client.js';
+import type { StatementScope } from '../db/deadline.js';
 import { kindsAllowedToTakeAll } from '../domain/access.js';
 import { KEY_LOOKUP, viewerOf } from '../domain/api-keys.js';
 import { newId, type IdKind } from '../domain/ids.js';
@@ -27,10 +28,10 @@ export interface CompiledAnswer {
 }
 
 export interface CompiledRead {
-  /** Runs the statement: the key, the answer and the change mark. */
-  read(tokenSha256: string): Promise<CompiledAnswer | null>;
+  /** Runs the statement (under the request's `scope`): the key, the answer and the change mark. */
+  read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null>;
   /** The key and the change mark only (data is null), without building the answer: for a conditional request. */
-  check(tokenSha256: string): Promise<CompiledAnswer | null>;
+  check(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null>;
   /** Everything the answer depends on besides the data and the key: the statement's text and its other parameters. */
   readonly shape: string;
   /** About the memory it holds, in bytes. */
@@ -195,11 +196,11 @@ class CompiledStatement implements CompiledRead {
     private readonly marked: ApiKeyKind[],
   ) {}
 
-  read(tokenSha256: string): Promise<CompiledAnswer | null> {
-    return runStatement(this.runners, this.statement, this.params, tokenSha256);
+  read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
+    return runStatement(this.runners, this.statement, this.params, tokenSha256, scope);
   }
 
-  check(tokenSha256: string): Promise<CompiledAnswer | null> {
+  check(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
     // Made on first use (most requests are not conditional), once for each kinds of key: it depends on nothing else.
     const kinds = `${this.allowed.join()} ${this.marked.join()}`;
     let check = this.runners.checks.get(kinds);
@@ -207,7 +208,7 @@ class CompiledStatement implements CompiledRead {
       const { text, params } = checkStatementOf(this.allowed, this.marked).toQuery();
       this.runners.checks.set(kinds, (check = { statement: statementText(text), params }));
     }
-    return runStatement(this.runners, check.statement, check.params, tokenSha256);
+    return runStatement(this.runners, check.statement, check.params, tokenSha256, scope);
   }
 
   /**
@@ -257,9 +258,15 @@ const COMPILED_READ_BYTES = 768;
 const PARAMETER_BYTES = 128;
 
 /** Runs a compiled statement's text with the token's SHA-256 in its place among the parameters. */
-async function runStatement({ run, runRaw }: StatementRunners, { text, kept }: StatementText, params: unknown[], tokenSha256: string): Promise<CompiledAnswer | null> {
+async function runStatement(
+  { run, runRaw }: StatementRunners,
+  { text, kept }: StatementText,
+  params: unknown[],
+  tokenSha256: string,
+  scope: StatementScope | undefined,
+): Promise<CompiledAnswer | null> {
   const values = params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
-  const options = kept ? PREPARED : UNPREPARED;
+  const options: RunOptions = { prepare: kept, scope };
   if (runRaw) {
     const [raw] = await runRaw(text, values, options);
     if (!raw) return null;
@@ -272,5 +279,3 @@ async function runStatement({ run, runRaw }: StatementRunners, { text, kept }: S
   return { viewer: viewerOf(key as never), data: (row.data as string | null) ?? null, mark: (row.mark as string | null) ?? null };
 }
 
-const PREPARED = { prepare: true };
-const UNPREPARED = { prepare: false };

@@ -37,12 +37,14 @@ import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
  */
 
 /**
- * Runs the poller's own work in the context this module was loaded in, which belongs to no
- * request. Without it the poller would work inside whichever request happened to start or
- * wake it: on PGlite a notification is delivered inside the request whose write sent it, and
- * timers and the listening connection carry the context of the stream's request that started
- * the poller; the poller's statements would then count against that request's time limit,
- * answer budget, metrics and trace.
+ * Runs the poller's own work in the async context this module was loaded in, which belongs
+ * to no request. Without it the poller would work inside whichever request happened to start
+ * or wake it: on PGlite a notification is delivered inside the request whose write sent it,
+ * and timers and the listening connection carry the context of the stream's request that
+ * started the poller. A request's limits reach its statements through its database handle,
+ * not its async context (db/deadline.ts), and the poller uses the instance's own; but what
+ * is kept in an async context (the statements a test records around a request,
+ * db/statement-count.ts) would count the poller's statements as the request's.
  */
 const asInstanceWork = AsyncResource.bind(<T>(work: () => T): T => work());
 
