@@ -17,8 +17,12 @@ export interface AppOptions {
    */
   config: Pick<Config, 'nodeEnv' | 'graphiql'> &
     Partial<Pick<Config, 'introspection' | 'rateLimit' | 'requestTimeoutMs' | 'corsOrigins' | 'metrics' | 'maxSubscriptionsPerKey' | 'eventRetentionDays'>>;
-  /** `run` is needed for compiled reads: without it every read goes to the resolvers. `listen` wakes live updates. */
-  database: Pick<DatabaseHandle, 'db' | 'ping'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw' | 'readSnapshot' | 'watchPool' | 'listen'>>;
+  /**
+   * `scoped` gives each request the database under its limits (db/deadline.ts). `run` is
+   * needed for compiled reads: without it every read goes to the resolvers. `listen` wakes
+   * live updates.
+   */
+  database: Pick<DatabaseHandle, 'db' | 'ping' | 'scoped'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw' | 'readSnapshot' | 'watchPool' | 'listen'>>;
   logger?: Logger;
   /** Pre-filled in GraphiQL's Authorization header (development only). */
   developmentKey?: string | null;

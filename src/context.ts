@@ -1,5 +1,6 @@
 import type { Database, DatabaseHandle } from './db/client.js';
 import type { StatementScope } from './db/deadline.js';
+import { MAX_RESPONSE_BYTES } from './domain/limits.js';
 import { DEFAULT_MEMORY_WRITES, type MemoryWriteOptions } from './domain/memories/writes.js';
 import type { Viewer } from './domain/viewer.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
@@ -94,7 +95,7 @@ function fieldsOf(context: Context): ContextFields {
 
 /** What a request (or a stream's event) starts with: its one clock, and the whole response budget (which stops the scope's statements once spent). */
 function freshStart(scope?: StatementScope): Pick<ContextFields, 'now' | 'budget'> {
-  return { now: new Date(), budget: new ResponseBudget(undefined, scope) };
+  return { now: new Date(), budget: new ResponseBudget(MAX_RESPONSE_BYTES, scope) };
 }
 
 /** The same request's context on another database handle (a transaction of it), with loaders of its own. */
@@ -119,10 +120,10 @@ export interface ContextFactory {
 }
 
 export function createContextFactory(
-  database: Pick<DatabaseHandle, 'db'> & Partial<Pick<DatabaseHandle, 'readSnapshot' | 'scoped'>>,
+  database: Pick<DatabaseHandle, 'db' | 'scoped'> & Partial<Pick<DatabaseHandle, 'readSnapshot'>>,
   memoryWrites: MemoryWriteOptions = DEFAULT_MEMORY_WRITES,
 ): ContextFactory {
-  const sourceOf = (scope: StatementScope | undefined) => (scope && database.scoped ? database.scoped(scope) : database);
+  const sourceOf = (scope: StatementScope | undefined) => (scope ? database.scoped(scope) : database);
   return {
     forViewer: (requestId, viewer, scope) => new RequestContext(sourceOf(scope), { viewer, requestId, memoryWrites, scope, ...freshStart(scope) }),
     forStream: (requestId, viewer, live) => {

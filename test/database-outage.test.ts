@@ -85,20 +85,29 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
     // The search's statement goes through db.execute: just before the next one, every connection is dropped.
     let beforeNextExecute: (() => Promise<void>) | null = null;
     let snapshots = 0;
-    const db = new Proxy(database.db, {
-      get(target, property, receiver) {
-        if (property !== 'execute') return Reflect.get(target, property, receiver);
-        return async (...args: Parameters<DatabaseHandle['db']['execute']>) => {
-          const before = beforeNextExecute;
-          beforeNextExecute = null;
-          await before?.();
-          return target.execute(...args);
-        };
-      },
-    });
+    const watchedExecute = (db: DatabaseHandle['db']) =>
+      new Proxy(db, {
+        get(target, property, receiver) {
+          if (property !== 'execute') return Reflect.get(target, property, receiver);
+          return async (...args: Parameters<DatabaseHandle['db']['execute']>) => {
+            const before = beforeNextExecute;
+            beforeNextExecute = null;
+            await before?.();
+            return target.execute(...args);
+          };
+        },
+      });
+    // A request's statements go through its own database handle (DatabaseHandle.scoped).
     const watched = createApp({
       config: { nodeEnv: 'test', graphiql: false },
-      database: { ...database, db, readSnapshot: (work) => ((snapshots += 1), database.readSnapshot(work)) },
+      database: {
+        ...database,
+        scoped: (scope) => {
+          const scoped = database.scoped(scope);
+          const db = watchedExecute(scoped.db);
+          return { db, readSnapshot: (work) => ((snapshots += 1), scoped.readSnapshot(work)) };
+        },
+      },
     });
     const SEARCH = '{ searchMemories(query: "outage") { totalCount edges { node { id } } } }';
     for (let round = 0; round < 2; round += 1) expect((await post(watched, SEARCH)).body.data.searchMemories.totalCount).toBe(0);

@@ -7,6 +7,7 @@ import { archiveStore, createMemory, createStore, mountStore, newPair, startSess
 import { RestClient, segment, type RestAnswer } from './support/rest.js';
 import { useTestServer, type TestClient } from './support/server.js';
 import { createKey, revokeKey, tenantSnapshot } from './support/workspace-fixture.js';
+import { standInHandle } from './support/database.js';
 
 /**
  * Every error of FORWARD-REST.md's table: the status, `error.type` and `error.code`, a
@@ -362,7 +363,7 @@ describe('Forward REST errors: status, type, code, request id, and nothing writt
         return Reflect.get(target, property, receiver);
       },
     });
-    const app = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: { db: failingDb, ping: async () => {} }, logger: createLogger('info', (line) => lines.push(line)) });
+    const app = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: standInHandle(failingDb), logger: createLogger('info', (line) => lines.push(line)) });
     const before = await tenantSnapshot(server.db, world.admin.workspaceId);
     const answer = await new RestClient(app, world.admin.token).post(`/memory_stores/${segment(world.spareStoreId)}/archive`);
     expectEnvelope(answer, { status: 500, type: 'api_error', code: 'internal_error' });
@@ -380,7 +381,7 @@ describe('Forward REST errors: status, type, code, request id, and nothing writt
         return Reflect.get(target, property, receiver);
       },
     });
-    const app = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: { db: failingDb, ping: async () => {} } });
+    const app = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: standInHandle(failingDb) });
     const before = await tenantSnapshot(server.db, world.admin.workspaceId);
     const answer = await new RestClient(app, world.admin.token).post(`/memory_stores/${segment(world.spareStoreId)}/archive`);
     expectEnvelope(answer, { status: 503, type: 'api_error', code: 'database_unavailable' });
@@ -396,7 +397,7 @@ describe('Forward REST errors: status, type, code, request id, and nothing writt
         return Reflect.get(target, property, receiver);
       },
     });
-    const app = createApp({ config: { nodeEnv: 'test', graphiql: false, requestTimeoutMs: 200 }, database: { db: slowDb, ping: async () => {} } });
+    const app = createApp({ config: { nodeEnv: 'test', graphiql: false, requestTimeoutMs: 200 }, database: standInHandle(slowDb) });
     const before = await tenantSnapshot(server.db, world.admin.workspaceId);
     const answer = await new RestClient(app, world.admin.token).post(`/memory_stores/${segment(world.spareStoreId)}/archive`);
     expectEnvelope(answer, { status: 503, type: 'api_error', code: 'request_timeout' });

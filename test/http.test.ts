@@ -8,6 +8,7 @@ import { createLogger } from '../src/logger.js';
 import { createStore } from './support/builders.js';
 import { CreateStore, GetStore, ListStores } from './support/documents.js';
 import { useTestServer } from './support/server.js';
+import { standInHandle } from './support/database.js';
 
 const server = useTestServer();
 
@@ -77,7 +78,7 @@ describe('HTTP', () => {
   it('answers /readyz with 503 when the database does not answer', async () => {
     const app = createApp({
       config: { nodeEnv: 'test', graphiql: false },
-      database: { db: server.db, ping: () => Promise.reject(new Error('connection refused')) },
+      database: standInHandle(server.db, () => Promise.reject(new Error('connection refused'))),
     });
     expect((await app.fetch('http://memstore.test/readyz')).status).toBe(503);
   });
@@ -121,7 +122,7 @@ describe('HTTP', () => {
     });
     const app = createApp({
       config: { nodeEnv: 'test', graphiql: false },
-      database: { db: failingDb, ping: async () => {} },
+      database: standInHandle(failingDb),
       logger: createLogger('debug', (line) => lines.push(line)),
     });
     const client = await server.newWorkspace();

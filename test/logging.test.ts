@@ -4,6 +4,7 @@ import { createApp } from '../src/app.js';
 import { createLogger } from '../src/logger.js';
 import { createStore } from './support/builders.js';
 import { useTestServer } from './support/server.js';
+import { standInHandle } from './support/database.js';
 
 const server = useTestServer();
 
@@ -25,7 +26,7 @@ describe('log lines', () => {
     });
     const logger = createLogger('debug', (line) => lines.push(line));
     const app = createApp({ config: { nodeEnv: 'test', graphiql: true, rateLimit: { perSecond: 1, burst: 2 } }, database: server.database.handle, logger });
-    const failingApp = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: { db: failingDb, ping: async () => {} }, logger });
+    const failingApp = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: standInHandle(failingDb), logger });
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${client.token}` };
     const createMemory = JSON.stringify({
       query: 'mutation ($input: CreateMemoryInput!) { createMemory(input: $input) { __typename } }',

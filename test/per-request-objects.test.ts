@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { contextOnDatabase, createContextFactory } from '../src/context.js';
+import { StatementScope } from '../src/db/deadline.js';
 import type { Viewer } from '../src/domain/viewer.js';
 import { createLoaders } from '../src/graphql/loaders.js';
 import { requestListenerOf } from '../src/http/native-front.js';
@@ -31,13 +32,18 @@ const viewer: Viewer = { workspaceId: 'ws_objects', apiKeyId: 'key_objects', kin
 
 describe('objects made for every request', () => {
   it('a request context has no accessors of its own, and makes its loaders once, on first use, on its own database', () => {
-    const contexts = createContextFactory({ db: server.db });
-    const first = contexts.forViewer('request-1', viewer);
-    const second = contexts.forViewer('request-2', viewer);
+    const contexts = createContextFactory(server.database.handle);
+    const first = contexts.forViewer('request-1', viewer, new StatementScope());
+    const second = contexts.forViewer('request-2', viewer, new StatementScope());
     expect(ownAccessors(first)).toEqual([]);
     expect(Object.getPrototypeOf(first)).toBe(Object.getPrototypeOf(second));
     expect(first.loaders).toBe(first.loaders);
     expect(first.loaders).not.toBe(second.loaders);
+    // Each request's database handle (its statements under its scope), made once.
+    expect(first.db).toBe(first.db);
+    expect(first.db).not.toBe(second.db);
+    expect(first.db).not.toBe(server.db);
+    expect(ownAccessors(server.database.handle.scoped(new StatementScope()))).toEqual([]);
 
     // The same request on a transaction of it: the same fields, loaders of its own.
     const onTransaction = contextOnDatabase(first, server.db);
@@ -53,7 +59,7 @@ describe('objects made for every request', () => {
   });
 
   it("a stream's context has no accessors of its own, and each event gets a clock, a budget and loaders of its own", () => {
-    const contexts = createContextFactory({ db: server.db });
+    const contexts = createContextFactory(server.database.handle);
     const { context, renew } = contexts.forStream('stream-1', viewer, { hub: {} as never });
     expect(ownAccessors(context)).toEqual([]);
     const before = { now: context.now, budget: context.budget, loaders: context.loaders };

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { printSchemaSdl } from '../src/graphql/schema.js';
 import { SCHEMA_FILE } from '../src/print-schema.js';
 import { buildSchema, isInputObjectType, isInterfaceType, isObjectType } from 'graphql';
+import { standInHandle } from './support/database.js';
 
 describe('schema.graphql', () => {
   it('matches the schema the server runs (run `npm run schema:print` after changing it)', () => {
@@ -31,7 +32,7 @@ describe('schema.graphql', () => {
 describe('GET /schema.graphql', () => {
   it('serves exactly schema.graphql, with introspection off and without a key, and 304 for a client that has it', async () => {
     const { createApp } = await import('../src/app.js');
-    const app = createApp({ config: { nodeEnv: 'production', graphiql: false, introspection: false }, database: { db: null as never, ping: async () => {} } });
+    const app = createApp({ config: { nodeEnv: 'production', graphiql: false, introspection: false }, database: standInHandle(null as never) });
     const response = await app.fetch('http://memstore.test/schema.graphql');
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');

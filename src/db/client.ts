@@ -194,7 +194,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   const readTransaction = announcingTransactions(db, announcer);
   return {
     db,
-    scoped: (scope) => new RequestDatabase(db, scope, announcer, () => statements.withScope(scope), null),
+    scoped: (scope) => new RequestDatabase({ base: db, scope, announcer, client: () => statements.withScope(scope), snapshotClient: null }),
     run: async (text, params, options) => {
       beforeStatement(options?.scope, text, params);
       const line = options?.scope ? statements.withScope(options.scope) : statements;
@@ -281,7 +281,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   });
   const announcer = createAnnouncer(() => announcing`select pg_notify(${EVENTS_CHANNEL}, '')`);
   announcingTransactions(db, announcer);
-  const snapshots = new RequestDatabase(db, undefined, announcer, () => client, () => preparingStatements(pool, demand, undefined, READ_SNAPSHOT_BEGIN));
+  const snapshots = new RequestDatabase({ base: db, scope: undefined, announcer, client: () => client, snapshotClient: () => preparingStatements(pool, demand, undefined, READ_SNAPSHOT_BEGIN) });
   let closed = false;
   return {
     db,
@@ -291,7 +291,14 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     ping: async () => {
       await pingClient`select 1`;
     },
-    scoped: (scope) => new RequestDatabase(db, scope, announcer, () => preparingStatements(pool, demand, scope), () => preparingStatements(pool, demand, scope, READ_SNAPSHOT_BEGIN)),
+    scoped: (scope) =>
+      new RequestDatabase({
+        base: db,
+        scope,
+        announcer,
+        client: () => preparingStatements(pool, demand, scope),
+        snapshotClient: () => preparingStatements(pool, demand, scope, READ_SNAPSHOT_BEGIN),
+      }),
     readSnapshot: (work) => snapshots.readSnapshot(work),
     watchPool: () => partsOf(reads === pool ? { all: demand } : { reads: readDemand, general: demand }),
     listen: async (channel, onNotify) => {

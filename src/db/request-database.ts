@@ -45,6 +45,24 @@ function databaseLike(base: Database, client: unknown, scope: StatementScope | u
   return new Db(dialect, new Session(client, dialect, schema, { logger: statementLogger(scope) }), schema);
 }
 
+/** What a request's database is made of. */
+export interface RequestDatabaseParts {
+  /** The handle outside requests, whose driver, dialect and schema it shares. */
+  base: Database;
+  /** None: the unscoped handle's read snapshots. */
+  scope: StatementScope | undefined;
+  /** Told when its transactions end (announcements.ts). */
+  announcer: Announcer;
+  /** The driver's client for the request's statements. */
+  client: () => unknown;
+  /**
+   * The client whose transactions are read snapshots (PostgreSQL: they begin REPEATABLE
+   * READ READ ONLY); null where any transaction of `client` is one (PGlite, which runs one
+   * transaction at a time).
+   */
+  snapshotClient: (() => unknown) | null;
+}
+
 /**
  * A request's database, made on first use (a compiled read, which runs its one statement
  * itself, makes none). A class rather than an object literal with getters: see
@@ -52,38 +70,34 @@ function databaseLike(base: Database, client: unknown, scope: StatementScope | u
  */
 export class RequestDatabase implements ScopedDatabase {
   private made: Database | undefined;
+  /** `made`'s transaction before it was made to announce (announcingTransactions). */
   private unannounced: Database['transaction'] | undefined;
   private snapshots: Database | undefined;
 
-  constructor(
-    private readonly base: Database,
-    /** None: the unscoped handle's read snapshots. */
-    private readonly scope: StatementScope | undefined,
-    private readonly announcer: Announcer,
-    /** The driver's client for the request's statements. */
-    private readonly client: () => unknown,
-    /** The client whose transactions are read snapshots; none: the plain client's transactions are (PGlite). */
-    private readonly snapshotClient: (() => unknown) | null,
-  ) {}
+  constructor(private readonly parts: RequestDatabaseParts) {}
 
   /** Its transactions announce their end, as the unscoped handle's do (announcements.ts). */
   get db(): Database {
-    return this.made ?? this.make();
+    return this.made ?? this.make().db;
   }
 
   readSnapshot<T>(work: (db: Database) => Promise<T>): Promise<T> {
-    if (this.snapshotClient) {
-      this.snapshots ??= databaseLike(this.base, this.snapshotClient(), this.scope);
+    const { base, scope, snapshotClient } = this.parts;
+    if (snapshotClient) {
+      this.snapshots ??= databaseLike(base, snapshotClient(), scope);
       return this.snapshots.transaction((tx) => work(tx as unknown as Database)) as Promise<T>;
     }
     // Read snapshots write nothing and hold no write back: their transactions announce nothing.
-    if (!this.made) this.make();
-    return this.unannounced!((tx) => work(tx as unknown as Database)) as Promise<T>;
+    const unannounced = this.unannounced ?? this.make().unannounced;
+    return unannounced((tx) => work(tx as unknown as Database)) as Promise<T>;
   }
 
-  private make(): Database {
-    const made = databaseLike(this.base, this.client(), this.scope);
-    this.unannounced = announcingTransactions(made, this.announcer);
-    return (this.made = made);
+  private make(): { db: Database; unannounced: Database['transaction'] } {
+    const { base, scope, announcer, client } = this.parts;
+    const db = databaseLike(base, client(), scope);
+    const unannounced = announcingTransactions(db, announcer);
+    this.made = db;
+    this.unannounced = unannounced;
+    return { db, unannounced };
   }
 }

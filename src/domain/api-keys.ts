@@ -88,7 +88,10 @@ export function isWellFormedToken(token: string): boolean {
 /**
  * The key of a token, or null. For a request, `scope` is its statement scope (deadline.ts):
  * the lookup is not sent once the request may send no statement, and its observer is told
- * of it; the prepared lookup itself belongs to `db`, the handle outside requests.
+ * of it. The prepared lookup itself belongs to `db`, the handle outside requests (preparing
+ * it per request would build its SQL every time), so on PGlite the scope is checked as the
+ * lookup joins the line of statements, not at its turn, and its observed time includes its
+ * wait in the line.
  */
 export async function authenticate(db: Database, token: string, scope?: StatementScope): Promise<Viewer | null> {
   if (!isWellFormedToken(token)) return null;

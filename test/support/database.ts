@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { createDb, type DatabaseHandle } from '../../src/db/client.js';
+import { createDb, type Database, type DatabaseHandle } from '../../src/db/client.js';
 
 /**
  * The database a test file runs against. Without DATABASE_URL: the worker's one in-memory
@@ -77,4 +77,14 @@ export async function createScratchPostgresDatabase(
       }
     },
   };
+}
+
+/**
+ * An app's database handle on a stand-in for the database (one that fails, stalls or is never
+ * reached): every request uses `db` as it is, without a scope of its own, and its read
+ * snapshots are transactions of it.
+ */
+export function standInHandle(db: Database, ping: () => Promise<void> = async () => {}): Pick<DatabaseHandle, 'db' | 'ping' | 'scoped'> {
+  const readSnapshot = <T>(work: (tx: Database) => Promise<T>) => db.transaction((tx) => work(tx as unknown as Database)) as Promise<T>;
+  return { db, ping, scoped: () => ({ db, readSnapshot }) };
 }
