@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { print } from 'graphql';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/domain/ids.js';
 import { CONTENT_MAX_BYTES, MEMORY_METADATA_MAX_KEYS, METADATA_KEY_MAX_CHARACTERS, METADATA_VALUE_MAX_CHARACTERS, PATH_MAX_BYTES, PATH_MAX_SEGMENTS, PATH_SEGMENT_MAX_BYTES } from '../src/domain/limits.js';
@@ -9,6 +10,8 @@ import { apiKeyIdOf, archiveStore, createMemory, createStore, deleteMemory, memo
 import { CreateMemory, DeleteMemory, GetMemory, MemoryAtPath, StoreVersions, UpdateMemory } from './support/documents.js';
 import { countStatements, recordStatements } from '../src/db/statement-count.js';
 import { invariantViolations } from './support/invariants.js';
+import { askAgain } from './support/ask-again.js';
+import { postgresUrl } from './support/database.js';
 import { useTestServer, WRITE_PATHS, type TestClient } from './support/server.js';
 
 const RedactVersion = graphql(`
@@ -492,6 +495,37 @@ describe.each(WRITE_PATHS)('memory writes, $writes', ({ singleStatementWrites })
       expect(answer.data.first.memory.memoryStore).toEqual({ totalSize: 3, entryCount: 1 });
       expect(answer.data.second.memory.memoryStore).toEqual({ totalSize: 4, entryCount: 1 });
       expect(answer.data.third.memory.memoryStore).toEqual({ totalSize: 7, entryCount: 2 });
+    });
+
+    it.skipIf(postgresUrl === undefined)("answers a write with what it left while an earlier field's answer, cut short by an error, still reads", async () => {
+      const { client, storeId } = await workspaceWithStore();
+      const first = await createMemory(client, storeId, { path: 'first.md', content: 'one' });
+      const held = await createMemory(client, storeId, { path: 'held.md', content: 'before' });
+      // a's answer: the version's memory (nullable) ends at an invalid page size, while the
+      // store's memory at held.md, beside it, is still being read.
+      const a = `a: updateMemory(input: { id: "${first.id}", content: "two" }) { ... on UpdateMemorySuccess { memory { latestVersion { memory {
+        memoryStore { memory(path: "held.md") { content } } versions(first: -1) { totalCount } } } } } }`;
+      const b = `b: updateMemory(input: { id: "${held.id}", content: "after" }) { ... on UpdateMemorySuccess { memory { memoryStore { memory(path: "held.md") { content } } } } }`;
+      // A session of the test holds held.md's row: b's write waits for it while a's answer reads on.
+      const session = postgres(server.database.url!, { max: 1, onnotice: () => {} });
+      const lock = await session.reserve();
+      try {
+        await lock`begin`;
+        await lock`select 1 from memories where id = ${held.id} for update`;
+        const answering = client.send({ query: `mutation { ${a} ${b} }` });
+        const waiting = async () => Number((await lock`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!.n);
+        expect(await askAgain(waiting, (count) => count === 0)).toBe(1);
+        // What a's answer still had to read, it has read by now.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await lock`commit`;
+        const answer = await answering;
+        expect(answer.errors?.map((error: { extensions?: { code?: string } }) => error.extensions?.code)).toEqual(['INVALID_REQUEST']);
+        expect(answer.data.a.memory.latestVersion.memory).toBeNull();
+        expect(answer.data.b.memory.memoryStore.memory.content).toBe('after');
+      } finally {
+        lock.release();
+        await session.end();
+      }
     });
 
     it('needs at least one of content, metadata and path', async () => {

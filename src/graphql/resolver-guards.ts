@@ -1,5 +1,6 @@
 import { defaultFieldResolver, getNamedType, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
 import type { Context } from '../context.js';
+import type { Loaders } from './loaders.js';
 import { encodeNodeId } from './builder.js';
 import { textBytes, type ResponseBudget } from './response-budget.js';
 
@@ -37,19 +38,41 @@ export function guardResolvers(schema: GraphQLSchema): GraphQLSchema {
   return schema;
 }
 
+/** What a write's answer hands the loaders made after its write (answerPriming). */
+const primings = new WeakMap<object, (loaders: Loaders) => void>();
+
 /**
- * Each field of a mutation starts with loaders that have loaded nothing. The fields run one
- * after another, each answered once its write is done, and a loader keeps what it loaded
- * for the whole request: without this, the answer of a request's second write would show
- * what its first one's answer read (a memory's versions, a store's totals), not what the
- * writes so far left.
+ * A write's answer, with what it already knows for the loaders (the version the write made,
+ * say): freshLoadsPerMutation primes the loaders made after the write with it.
+ */
+export function answerPriming<Answer extends object>(answer: Answer, prime: (loaders: Loaders) => void): Answer {
+  primings.set(answer, prime);
+  return answer;
+}
+
+/**
+ * Each Mutation field's answer reads what its write left: once the field's resolver has
+ * written, the context's loaders are dropped, and the answer's fields load anew (primed with
+ * what the write handed over: answerPriming). A request's mutation fields run one after
+ * another, each answered once its write is done, and a loader keeps what it loaded for the
+ * whole request: without this, the answer of a request's second write would show what its
+ * first one's answer read (a memory's versions, a store's totals), not what the writes so far
+ * left. Dropped after the write, not before it: the answer of an earlier field cut short by
+ * an error (a nullable field whose non-null child failed) can still be reading while the next
+ * write waits for its locks, and what it reads then, before that write, must not be what
+ * that write's answer finds.
  */
 export function freshLoadsPerMutation(schema: GraphQLSchema): GraphQLSchema {
   for (const field of Object.values(schema.getMutationType()?.getFields() ?? {})) {
     const resolve = (field.resolve ?? defaultFieldResolver) as GraphQLFieldResolver<unknown, Context>;
     field.resolve = (source, args, context, info) => {
-      context.forgetLoaded();
-      return resolve(source, args, context, info);
+      const written = (answer: unknown) => {
+        context.forgetLoaded();
+        if (answer !== null && typeof answer === 'object') primings.get(answer)?.(context.loaders);
+        return answer;
+      };
+      const answer = resolve(source, args, context, info) as unknown;
+      return answer instanceof Promise ? answer.then(written) : written(answer);
     };
   }
   return schema;

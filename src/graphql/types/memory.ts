@@ -21,6 +21,7 @@ import { exposedValue, MEMORY_FIELDS } from '../exposed-fields.js';
 import { exposeFields } from './exposed.js';
 import { SPENDS_OWN_BUDGET } from '../response-budget.js';
 import { mutationResult } from '../errors.js';
+import { answerPriming } from '../resolver-guards.js';
 import { memoryPathKey } from '../loaders.js';
 import { parseConnectionArguments, toConnection } from '../pagination.js';
 import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
@@ -163,14 +164,15 @@ const DeleteMemoryInput = builder.inputType('DeleteMemoryInput', {
 
 /**
  * A write's answer: the memory as the write left it, whose latestVersion is the version the
- * write made. That version is handed to the mutation's loader as it was written (the loaders
- * start empty for each mutation field: freshLoadsPerMutation), so the answer reads no
- * statement for it, and names this write's version even if another write has made a newer
- * one since (as the memory's other fields are this write's).
+ * write made. That version is handed to the loaders the answer reads with, made after the
+ * write (freshLoadsPerMutation), as it was written: the answer reads no statement for it,
+ * and names this write's version even if another write has made a newer one since (as the
+ * memory's other fields are this write's).
  */
-function answerOfWrite(context: Context, { memory, version }: WrittenMemory): { memory: MemoryRecord } {
-  if (version) context.loaders.latestVersion.prime(memory.id, version);
-  return { memory };
+function answerOfWrite({ memory, version }: WrittenMemory): { memory: MemoryRecord } {
+  return answerPriming({ memory }, (loaders) => {
+    if (version) loaders.latestVersion.prime(memory.id, version);
+  });
 }
 
 const memorySuccess = (name: string, description: string) =>
@@ -201,14 +203,14 @@ builder.mutationFields((t) => ({
     description: 'Creates a memory and its CREATED version, and adds it to the store\'s entryCount and totalSize, in one transaction. A taken path or an archived store is a CONFLICT.',
     args: { input: t.arg({ type: CreateMemoryInput, required: true, description: 'The memory to create.' }) },
     errors: mutationResult('createMemory', [InvalidRequestError, NotFoundError, ConflictError]),
-    resolve: async (_root, { input }, context) => answerOfWrite(context, await createMemory(context.db, context.viewer, input, context.now, context.memoryWrites)),
+    resolve: async (_root, { input }, context) => answerOfWrite(await createMemory(context.db, context.viewer, input, context.now, context.memoryWrites)),
   }),
   updateMemory: t.field({
     type: UpdateMemorySuccess,
     description: 'Changes a memory\'s content, metadata or path, writing an UPDATED version with the new state. An archived store is a CONFLICT.',
     args: { input: t.arg({ type: UpdateMemoryInput, required: true, description: 'The memory and its changes.' }) },
     errors: mutationResult('updateMemory', [InvalidRequestError, NotFoundError, ConflictError, PreconditionFailedError]),
-    resolve: async (_root, { input }, context) => answerOfWrite(context, await updateMemory(context.db, context.viewer, input, context.now, context.memoryWrites)),
+    resolve: async (_root, { input }, context) => answerOfWrite(await updateMemory(context.db, context.viewer, input, context.now, context.memoryWrites)),
   }),
   deleteMemory: t.field({
     type: DeleteMemorySuccess,
