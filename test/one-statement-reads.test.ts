@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import type { DatabaseHandle } from '../src/db/client.js';
 import { StatementScope } from '../src/db/deadline.js';
-import { SnapshotChoice, SnapshotNeededError } from '../src/db/snapshot-choice.js';
+import { AttemptEndedError, SnapshotChoice, SnapshotNeededError } from '../src/db/snapshot-choice.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { QUERY_OUTCOME, ResponseBudget } from '../src/graphql/response-budget.js';
 import { createMemory, createStore, updateMemory } from './support/builders.js';
@@ -188,9 +188,9 @@ describe('SnapshotChoice', () => {
     const kind = {};
     const outcome = { teaches: (answer: string) => !answer.startsWith('error'), stands: (answer: string) => answer === 'too large' };
     const scope = new StatementScope();
-    expect(await choice.read(scope, kind, sending(scope, 0, 'alone'), sending(scope, 0, 'error: bad input'), outcome)).toBe('error: bad input');
+    expect(await choice.read(scope, kind, sending(0, 'alone'), sending(0, 'error: bad input'), outcome)).toBe('error: bad input');
     expect(choice.needOf(kind)).toBeUndefined();
-    expect(await choice.read(scope, kind, sending(scope, 0, 'alone'), sending(scope, 1, 'fine'), outcome)).toBe('fine');
+    expect(await choice.read(scope, kind, sending(0, 'alone'), sending(1, 'fine'), outcome)).toBe('fine');
     expect(choice.needOf(kind)).toBe('one');
     let snapshots = 0;
     const inSnapshot = async () => {
@@ -198,9 +198,9 @@ describe('SnapshotChoice', () => {
       return 'snapshot';
     };
     // Its second statement refused (and the refusal caught, as the executor catches a resolver's error).
-    const tooLarge = async () => {
-      scope.admit();
-      expect(() => scope.admit()).toThrow(SnapshotNeededError);
+    const tooLarge = async (part: StatementScope) => {
+      part.admit();
+      expect(() => part.admit()).toThrow(SnapshotNeededError);
       return 'too large';
     };
     expect(await choice.read(scope, kind, tooLarge, inSnapshot, outcome)).toBe('too large');
@@ -213,8 +213,8 @@ describe('SnapshotChoice', () => {
     expect(QUERY_OUTCOME.stands!(new ResponseBudget().settle({ data: { a: 1 } }))).toBe(false);
   });
 
-  /** A read that "sends" n statements under `scope` (as the database handles count them), then answers. */
-  const sending = (scope: StatementScope, n: number, answer: string, gate?: Promise<void>) => async () => {
+  /** A read that "sends" n statements under the part of the scope it is given (as the database handles count them), then answers. */
+  const sending = (n: number, answer: string, gate?: Promise<void>) => async (scope: StatementScope) => {
     for (let index = 0; index < n; index += 1) {
       scope.admit();
       await gate;
@@ -229,35 +229,54 @@ describe('SnapshotChoice', () => {
     const gate = new Promise<void>((resolve) => (open = resolve));
     // Two first reads of one kind at once (two requests): the one of several statements ends first, the one of one statement last.
     const [first, second, third] = [new StatementScope(), new StatementScope(), new StatementScope()];
-    const several = choice.read(first, kind, sending(first, 0, 'alone'), sending(first, 2, 'snapshot of two'));
-    const one = choice.read(second, kind, sending(second, 0, 'alone'), sending(second, 1, 'snapshot of one', gate));
+    const several = choice.read(first, kind, sending(0, 'alone'), sending(2, 'snapshot of two'));
+    const one = choice.read(second, kind, sending(0, 'alone'), sending(1, 'snapshot of one', gate));
     expect(await several).toBe('snapshot of two');
     open();
     expect(await one).toBe('snapshot of one');
     expect(choice.needOf(kind)).toBe('several');
-    expect(await choice.read(third, kind, sending(third, 1, 'alone'), sending(third, 1, 'snapshot'))).toBe('snapshot');
+    expect(await choice.read(third, kind, sending(1, 'alone'), sending(1, 'snapshot'))).toBe('snapshot');
   });
 
   it('refuses a second statement to a read alone, before it is sent, and answers from the snapshot instead', async () => {
     const choice = new SnapshotChoice<object>();
     const kind = {};
     const learning = new StatementScope();
-    expect(await choice.read(learning, kind, sending(learning, 5, 'alone'), sending(learning, 1, 'learned'))).toBe('learned');
+    expect(await choice.read(learning, kind, sending(5, 'alone'), sending(1, 'learned'))).toBe('learned');
     expect(choice.needOf(kind)).toBe('one');
     const scope = new StatementScope();
     const sent: number[] = [];
-    const alone = async () => {
+    let refusedPart!: StatementScope;
+    const alone = async (part: StatementScope) => {
+      refusedPart = part;
       for (let index = 0; index < 3; index += 1) {
-        scope.admit();
+        part.admit();
         sent.push(index);
       }
       return 'alone';
     };
-    expect(await choice.read(scope, kind, alone, sending(scope, 2, 'snapshot'))).toBe('snapshot');
+    let answeredPart!: StatementScope;
+    const inSnapshot = async (part: StatementScope) => {
+      answeredPart = part;
+      part.admit();
+      part.admit();
+      return 'snapshot';
+    };
+    expect(await choice.read(scope, kind, alone, inSnapshot)).toBe('snapshot');
     expect(sent).toEqual([0]);
     expect(choice.needOf(kind)).toBe('several');
-    // Outside a read, nothing is counted or refused.
+    // What either attempt would still send once it has ended (an answer cut short leaves
+    // fields resolving) is refused; the request's own scope, outside a read, counts nothing.
+    expect(() => refusedPart.admit()).toThrow(SnapshotNeededError);
+    expect(() => answeredPart.admit()).toThrow(AttemptEndedError);
     expect(() => scope.admit()).not.toThrow();
+    // The request's stop holds in its parts.
+    const stopped = new StatementScope();
+    let during!: StatementScope;
+    await choice.read(stopped, kind, sending(0, 'alone'), async (part) => ((during = part), 'snapshot'));
+    stopped.stop(new Error('out of time'));
+    expect(() => stopped.part({ count: () => {} }).admit()).toThrow('out of time');
+    expect(() => during.admit()).toThrow(AttemptEndedError);
     expect(new SnapshotNeededError()).toBeInstanceOf(Error);
   });
 });

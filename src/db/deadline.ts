@@ -21,8 +21,10 @@ export interface StatementTally {
 export class StatementScope {
   /** Why no further statement may be sent, once one may not. */
   private stoppedBy: Error | null = null;
-  /** Set while a read runs counted (snapshot-choice.ts): told of each statement. */
-  tally: StatementTally | null = null;
+  /** The scope this one is part of (an attempt's: its request's), whose limits hold here too. */
+  private parent: StatementScope | null = null;
+  /** Told of each statement sent under this scope before it is sent (snapshot-choice.ts). */
+  private tally: StatementTally | null = null;
 
   constructor(
     /** performance.now() milliseconds after which no statement may start. */
@@ -32,14 +34,27 @@ export class StatementScope {
     readonly observer?: StatementObserver,
   ) {}
 
-  /** Refuses every further statement of the request with `reason`. */
+  /**
+   * A part of this scope (one attempt at a read: snapshot-choice.ts) with a tally and a stop
+   * of its own: stopping it stops none of this scope's other statements, while this scope's
+   * limits and stop hold in it too.
+   */
+  part(tally: StatementTally): StatementScope {
+    const part = new StatementScope(this.at, this.timeoutMs, this.observer);
+    part.parent = this;
+    part.tally = tally;
+    return part;
+  }
+
+  /** Refuses every further statement of the scope (of the request, or of one of its parts) with `reason`. */
   stop(reason: Error): void {
     this.stoppedBy ??= reason;
   }
 
-  /** Throws when the request may send no further statement. */
+  /** Throws when no further statement may be sent under this scope. */
   check(): void {
     if (this.stoppedBy) throw this.stoppedBy;
+    this.parent?.check();
     if (performance.now() > this.at) throw new DeadlineExceededError(this.timeoutMs);
   }
 

@@ -43,22 +43,30 @@ class Tally implements StatementTally {
   }
 }
 
+/** Stops what an attempt at a read still sends once it has ended (its answer is given, or thrown away). */
+export class AttemptEndedError extends Error {
+  constructor() {
+    super('The read this statement belongs to has ended; it is not sent.');
+    this.name = 'AttemptEndedError';
+  }
+}
+
 /**
- * Runs `work` counting its statements (those sent under `scope`), at most `limit` of them.
- * A failure after a refusal is the refusal's: the result is then undefined, and `refused`
- * says why.
+ * Runs `work` under a part of `scope` of its own that counts its statements, at most `limit`
+ * of them; once the work has ended, the part sends nothing more (an answer cut short by an
+ * error may leave fields still resolving). A failure after a refusal is the refusal's: the
+ * result is then undefined, and `refused` says why.
  */
-async function tallied<T>(scope: StatementScope, limit: number, work: () => Promise<T>): Promise<{ result: T | undefined; sent: number; refused: boolean }> {
+async function tallied<T>(scope: StatementScope, limit: number, work: (scope: StatementScope) => Promise<T>): Promise<{ result: T | undefined; sent: number; refused: boolean }> {
   const tally = new Tally(limit);
-  const outer = scope.tally;
-  scope.tally = tally;
+  const part = scope.part(tally);
   try {
-    return { result: await work(), sent: tally.sent, refused: tally.refused };
+    return { result: await work(part), sent: tally.sent, refused: tally.refused };
   } catch (error) {
     if (!tally.refused) throw error;
     return { result: undefined, sent: tally.sent, refused: true };
   } finally {
-    scope.tally = outer;
+    part.stop(tally.refused ? new SnapshotNeededError() : new AttemptEndedError());
   }
 }
 
@@ -86,20 +94,26 @@ export class SnapshotChoice<Kind extends object> {
 
   /**
    * Runs a read of this kind: `alone` without a snapshot, `inSnapshot` in one, each sending
-   * its statements under `scope` (the request's). Each is called at most once, and only the
-   * answer returned is the client's (an attempt alone that asked for a second statement is
-   * discarded, unless it stands).
+   * its statements under the part of `scope` (the request's) it is given. Each is called at
+   * most once, and only the answer returned is the client's (an attempt alone that asked for
+   * a second statement is discarded, unless it stands).
    */
-  async read<T>(scope: StatementScope, kind: Kind, alone: () => Promise<T>, inSnapshot: () => Promise<T>, outcome: ReadOutcome<T> = {}): Promise<T> {
+  async read<T>(
+    scope: StatementScope,
+    kind: Kind,
+    alone: (scope: StatementScope) => Promise<T>,
+    inSnapshot: (scope: StatementScope) => Promise<T>,
+    outcome: ReadOutcome<T> = {},
+  ): Promise<T> {
     const need = this.needs.get(kind);
     if (need === 'one') {
       const attempt = await tallied(scope, 1, alone);
       if (!attempt.refused) return attempt.result as T;
       this.needs.set(kind, 'several');
       if (attempt.result !== undefined && outcome.stands?.(attempt.result)) return attempt.result;
-      return inSnapshot();
+      return (await tallied(scope, Number.POSITIVE_INFINITY, inSnapshot)).result as T;
     }
-    if (need === 'several') return inSnapshot();
+    if (need === 'several') return (await tallied(scope, Number.POSITIVE_INFINITY, inSnapshot)).result as T;
     const counted = await tallied(scope, Number.POSITIVE_INFINITY, inSnapshot);
     const result = counted.result as T;
     // Several statements once is enough to stay in snapshots (whatever another request of

@@ -271,13 +271,13 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       const state = states.of(request);
       // Its statements under the request's time limit; without one (no deadline stage ran), a scope of its own, unlimited.
       const scope = (state.scope ??= new StatementScope());
-      // Each attempt with a context of its own: its loaders and its response budget.
-      const attempt = (inSnapshot: boolean) => {
-        const context = contexts.forViewer(state.id, viewer, scope);
+      // Each attempt with a context of its own (its loaders and response budget); a read's, under its part of the scope.
+      const attempt = (attemptScope: StatementScope, inSnapshot: boolean) => {
+        const context = contexts.forViewer(state.id, viewer, attemptScope);
         return inSnapshot ? contexts.inSnapshot(context, work) : work(context);
       };
-      if (read === null) return attempt(false);
-      return snapshots.read(scope, read, () => attempt(false), () => attempt(true), outcome);
+      if (read === null) return attempt(scope, false);
+      return snapshots.read(scope, read, (part) => attempt(part, false), (part) => attempt(part, true), outcome);
     },
     compile(document, operation, variables) {
       if (!options.run || operation.operation !== 'query') return null;
