@@ -192,18 +192,21 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
     throw error;
   }
   const readTransaction = announcingTransactions(db, announcer);
+  /** A statement outside drizzle, checked and counted as drizzle's are: the line to send it on (its request's, if any). */
+  const lineFor = (text: string, params: unknown[], options: RunOptions | undefined) => {
+    beforeStatement(options?.scope, text, params);
+    return options?.scope ? statements.withScope(options.scope) : statements;
+  };
   return {
     db,
     scoped: (scope) => new RequestDatabase({ base: db, scope, announcer, client: () => statements.withScope(scope), snapshotClient: null }),
     run: async (text, params, options) => {
-      beforeStatement(options?.scope, text, params);
-      const line = options?.scope ? statements.withScope(options.scope) : statements;
+      const line = lineFor(text, params, options);
       return options?.prepare ? line.queryPrepared(text, params) : (await line.queryUnprepared(text, params)).rows;
     },
     // A text built for one request only runs unprepared, through run (its answer decoded).
     runRaw: async (text, params, options) => {
-      beforeStatement(options?.scope, text, params);
-      const line = options?.scope ? statements.withScope(options.scope) : statements;
+      const line = lineFor(text, params, options);
       if (options?.prepare) return line.queryPreparedRaw(text, params);
       const { rows } = await line.queryUnprepared(text, params);
       return rows.map((row) => Object.values(row).map((value) => (value == null ? null : Buffer.from(String(value)))));

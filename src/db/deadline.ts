@@ -68,6 +68,20 @@ export class StatementScope {
   observe(text: string): StatementDone | undefined {
     return this.observer?.(text);
   }
+
+  /** Runs a statement (`send`), the observer told of it from now until it settles. */
+  async observed<T>(text: string, send: () => Promise<T>): Promise<T> {
+    const done = this.observe(text);
+    if (!done) return send();
+    try {
+      const result = await send();
+      done();
+      return result;
+    } catch (error) {
+      done(error);
+      throw error;
+    }
+  }
 }
 
 export class DeadlineExceededError extends Error {

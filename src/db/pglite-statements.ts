@@ -40,17 +40,9 @@ export function oneStatementAtATime<Client extends { query: (...args: never[]) =
     const end = demand?.begin();
     const turn = line.tail.then(async () => {
       await new Promise((resolve) => setImmediate(resolve));
-      scope?.check();
-      const done = scope?.observe(text);
-      if (!done) return run();
-      try {
-        const result = await run();
-        done();
-        return result;
-      } catch (error) {
-        done(error);
-        throw error;
-      }
+      if (!scope) return run();
+      scope.check();
+      return scope.observed(text, async () => run());
     });
     line.tail = turn.catch(() => {});
     if (end) turn.then(end, end);

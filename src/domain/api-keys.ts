@@ -97,16 +97,10 @@ export async function authenticate(db: Database, token: string, scope?: Statemen
   if (!isWellFormedToken(token)) return null;
   let lookup = keyLookups.get(db);
   if (!lookup) keyLookups.set(db, (lookup = prepareKeyLookup(db)));
+  const lookUp = () => lookup.execute({ tokenSha256: hashToken(token) });
   scope?.admit();
-  const done = scope?.observe(lookup.getQuery().sql);
-  try {
-    const [key] = await lookup.execute({ tokenSha256: hashToken(token) });
-    done?.();
-    return key ? viewerOf(key) : null;
-  } catch (error) {
-    done?.(error);
-    throw error;
-  }
+  const [key] = await (scope ? scope.observed(lookup.getQuery().sql, lookUp) : lookUp());
+  return key ? viewerOf(key) : null;
 }
 
 /** What became of an ADMIN key that had to exist: there and working, revoked earlier, or the token of another workspace's key. */
