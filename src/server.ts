@@ -14,6 +14,7 @@ import { startTracing } from './http/tracing.js';
 import { attachWebSocket } from './http/websocket.js';
 import { describeListenFailure } from './listen-errors.js';
 import { createLogger } from './logger.js';
+import { missingNodeFlags } from './node-flags.js';
 import { checkDevelopmentKey, databaseLabel, ensureApiKeys, reportDevelopmentKey } from './startup.js';
 
 /**
@@ -62,6 +63,10 @@ export async function main(app: Pick<AppOptions, 'leanPath'> = {}): Promise<void
     throw error;
   }
   const logger = createLogger(config.logLevel);
+  const missingFlags = missingNodeFlags(process.execArgv);
+  if (config.nodeEnv === 'production' && missingFlags.length > 0) {
+    logger.warn('node was started without the flags that fix the size of its young generation: memory grows and shrinks with load (README, "Running in production")', { missing: missingFlags });
+  }
   let persistedDocuments = null;
   try {
     persistedDocuments = config.persistedDocuments ? PersistedDocuments.load(config.persistedDocuments.file, config.persistedDocuments.only) : null;

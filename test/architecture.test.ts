@@ -20,7 +20,7 @@ const LAYERS: [name: string, prefixes: string[]][] = [
   ['transports', ['src/graphql/', 'src/read-compiler/', 'src/rest/', 'src/subscriptions/', 'src/context.ts']],
   ['http', ['src/http/']],
   ['app', ['src/app.ts', 'src/app-options.ts', 'src/config.ts']],
-  ['entry points', ['src/server.ts', 'src/listen-errors.ts', 'src/startup.ts', 'src/apikey-cli.ts', 'src/print-schema.ts']],
+  ['entry points', ['src/server.ts', 'src/node-flags.ts', 'src/listen-errors.ts', 'src/startup.ts', 'src/apikey-cli.ts', 'src/print-schema.ts']],
 ];
 
 /** Packages a layer must not import, whatever it imports of ours. */

@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateToken } from '../src/domain/api-keys.js';
+import { NODE_FLAGS } from '../src/node-flags.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { startServerProcess, type ServerProcess } from './support/process.js';
 
@@ -216,6 +218,23 @@ describe.runIf(process.platform === 'linux')(`stopping the server process (${pos
 
     it('SIGTERM to node dist/server.js: drained, exit 0 within 10 s, port free, no process left', async () => {
       await stopsCleanly([process.execPath, 'dist/server.js'], 'SIGTERM', await databaseEnvironment());
+    });
+
+    it("started as the production command, the server warns of nothing; without its node flags it says so once", async () => {
+      /** The server's warning lines from its start to its exit. */
+      const warningsWith = async (flags: readonly string[]) => {
+        const env = { ...(await databaseEnvironment()), NODE_ENV: 'production', MEMSTORE_BOOTSTRAP_KEYS: `lifecycle:${generateToken()}` };
+        const server = startServerProcess(env, [process.execPath, ...flags, 'dist/server.js']);
+        running.push(server);
+        await server.ready;
+        server.child.kill('SIGTERM');
+        expect(await server.exited).toBe(0);
+        return server.stdout().split('\n').filter((line) => line.includes('"level":"warn"'));
+      };
+      expect(await warningsWith(NODE_FLAGS)).toEqual([]);
+      const warnings = await warningsWith([]);
+      expect(warnings).toHaveLength(1);
+      expect(JSON.parse(warnings[0]!)).toMatchObject({ msg: expect.stringContaining('young generation'), missing: [...NODE_FLAGS] });
     });
 
     it('a request still in flight at the drain deadline (its client stopped sending the body) is cut off, and the exit still comes within 10 s', async () => {

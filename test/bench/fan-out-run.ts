@@ -18,6 +18,7 @@ import readline from 'node:readline';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { generateToken } from '../../src/domain/api-keys.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { createScratchPostgresDatabase } from '../support/database.js';
 import { startServerProcess } from '../support/process.js';
 import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, type Pinning } from './measure.js';
@@ -66,7 +67,7 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
   const pinning = options.pinning ?? pinLoadGenerator();
   const token = generateToken();
   const database = await createScratchPostgresDatabase('memstore_fanout', options.adminUrl);
-  const serverCommand = [process.execPath, ...(options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}`] : []), 'dist/server.js'];
+  const serverCommand = [process.execPath, ...NODE_FLAGS, ...(options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}`] : []), 'dist/server.js'];
   const server = startServerProcess(
     {
       DATABASE_URL: database.url,

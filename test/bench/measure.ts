@@ -5,6 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import type { RequestSpec, TargetKind, Workload } from './workloads.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -62,20 +63,30 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts `node --import tsx <script>` in `cwd` (under `taskset -c <core>` when pinning) with a
+ * The arguments of `node` for a server of the benchmark: memstore with the flags of its
+ * production command (src/node-flags.ts). A built script (dist/*.js) runs on plain Node, as
+ * in production; TypeScript through tsx. BENCH_PERF=1: every server writes
+ * /tmp/perf-<pid>.map, so that `perf record -p <pid>` names its JavaScript.
+ */
+export function nodeArgumentsOf(name: string, script: string): string[] {
+  const memstore = name.startsWith('memstore');
+  return [
+    ...(memstore ? NODE_FLAGS : []),
+    ...(process.env.BENCH_CPU_PROF && memstore ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []),
+    ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
+    ...(process.env.BENCH_MEMSTORE_NODE_ARGS && memstore ? process.env.BENCH_MEMSTORE_NODE_ARGS.split(' ') : []),
+    ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []),
+    script,
+  ];
+}
+
+/**
+ * Starts `node <nodeArgumentsOf> <script>` in `cwd` (under `taskset -c <core>` when pinning) with a
  * clean environment plus `env`, and waits until GET /healthz answers 200.
  */
 export async function startServer(name: string, script: string, env: Record<string, string>, core: number | null, cwd = ROOT): Promise<ServerProcess> {
   const port = await freePort();
-  // A built script (dist/*.js) runs on plain Node, as in production; TypeScript through tsx.
-  // BENCH_PERF=1: every server writes /tmp/perf-<pid>.map, so that `perf record -p <pid>` names its JavaScript.
-  const nodeArguments = [
-    ...(process.env.BENCH_CPU_PROF && name.startsWith('memstore') ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []),
-    ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
-    ...(process.env.BENCH_MEMSTORE_NODE_ARGS && name.startsWith('memstore') ? process.env.BENCH_MEMSTORE_NODE_ARGS.split(' ') : []),
-    ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []),
-    script,
-  ];
+  const nodeArguments = nodeArgumentsOf(name, script);
   const [command, args] = core === null ? [process.execPath, nodeArguments] : ['taskset', ['-c', String(core), process.execPath, ...nodeArguments]];
   const child = spawn(command, args, {
     cwd,

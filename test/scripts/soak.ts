@@ -1,6 +1,6 @@
 /**
  * Soak test on PostgreSQL: a fresh scratch database next to DATABASE_URL's, the server as a
- * separate process on it (`node --import tsx src/server.ts`, as `npm start` runs it), and
+ * separate process on it (`node <memstore's flags> --import tsx src/server.ts`, as `npm start` runs it), and
  * many concurrent HTTP clients doing a realistic mix of reads and writes for a while. It
  * samples the server's RSS every second, stops the server with SIGTERM, then checks the
  * API.md §6 invariants of every workspace directly in the database, and that every
@@ -40,6 +40,7 @@ import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/client.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { createScratchPostgresDatabase } from '../support/database.js';
 import { invariantViolations } from '../support/invariants.js';
 import { percentile } from '../support/percentile.js';
@@ -711,7 +712,7 @@ interface ServerHandle {
  */
 async function startServer(env: Record<string, string>, logFile: string, nodeFlags: string[]): Promise<ServerHandle> {
   const log = fs.openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeFlags, '--import', 'tsx', 'src/server.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', log, log],

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -13,8 +14,8 @@ export interface ServerProcess {
   stderr(): string;
 }
 
-/** How the server is run: by default `src/server.ts` as `npm start` runs it. */
-export const SOURCE_SERVER_COMMAND: readonly string[] = [process.execPath, '--import', 'tsx', 'src/server.ts'];
+/** How the server is run: by default `src/server.ts` as `npm start` runs it (test/node-flags.test.ts holds them equal). */
+export const SOURCE_SERVER_COMMAND: readonly string[] = [process.execPath, ...NODE_FLAGS, '--import', 'tsx', 'src/server.ts'];
 
 /** Runs the server (`command`, in the repository's root) with the given environment on top of a clean one. */
 export function startServerProcess(env: Record<string, string>, command: readonly string[] = SOURCE_SERVER_COMMAND): ServerProcess {
