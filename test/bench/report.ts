@@ -34,6 +34,8 @@ export interface LongRow {
   overall: number;
   failed: number;
   rssStartMb: number;
+  /** The first sample 10 s into the run: V8 gives memory back while a server idles (the other runs), and takes it again in the first seconds of load. */
+  rssAtTenSecondsMb: number;
   rssEndMb: number;
 }
 
@@ -162,15 +164,15 @@ export function renderMarkdown(results: Results): string {
     push(
       '## Long runs (2 minutes each)',
       '',
-      'Throughput from per-second samples: the first 10 s against the second minute (61–120 s), and the server\'s RSS at the start and the end.',
+      'Throughput from per-second samples: the first 10 s against the second minute (61–120 s); the server\'s RSS at the start, 10 s in and at the end.',
       '',
-      '| workload | server | req/s first 10 s | req/s second minute | change | req/s overall | RSS start → end MB | failed |',
-      '|---|---|--:|--:|--:|--:|--:|--:|',
+      '| workload | server | req/s first 10 s | req/s second minute | change | req/s overall | RSS start → 10 s → end MB | RSS change from start, from 10 s | failed |',
+      '|---|---|--:|--:|--:|--:|--:|--:|--:|',
       ...results.longRows.map(
         (row) =>
           `| ${row.workload} | ${TARGET_LABELS[row.target]} | ${format(row.firstTenSeconds, 0)} | ${format(row.secondMinute, 0)} | ` +
           `${row.firstTenSeconds === 0 ? '—' : `${(((row.secondMinute - row.firstTenSeconds) / row.firstTenSeconds) * 100).toFixed(1)} %`} | ${format(row.overall, 0)} | ` +
-          `${format(row.rssStartMb, 0)} → ${format(row.rssEndMb, 0)} | ${row.failed} |`,
+          `${format(row.rssStartMb, 0)} → ${format(row.rssAtTenSecondsMb, 0)} → ${format(row.rssEndMb, 0)} | ${percentChange(row.rssStartMb, row.rssEndMb)}, ${percentChange(row.rssAtTenSecondsMb, row.rssEndMb)} | ${row.failed} |`,
       ),
       '',
     );
@@ -230,3 +232,5 @@ export function renderMarkdown(results: Results): string {
   push(`Whole run: ${results.totalSeconds.toFixed(0)} s.`, '');
   return lines.join('\n');
 }
+
+const percentChange = (from: number, to: number) => (from === 0 ? '—' : `${to >= from ? '+' : ''}${(((to - from) / from) * 100).toFixed(1)} %`);

@@ -177,7 +177,7 @@ async function logMemory(server: ServerProcess): Promise<void> {
   const mb = (bytes: string | undefined) => (bytes === undefined ? '?' : (Number(bytes) / 2 ** 20).toFixed(1));
   const gauge = (name: string) => mb(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
   const spaces = [...text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)$/gm)].map((match) => `${match[1]} ${mb(match[2])}`);
-  log(`memory: RSS ${mb(String(rssBytes(server.pid) ?? 0))}, heap used ${gauge('nodejs_heap_size_used_bytes')} of ${gauge('nodejs_heap_size_total_bytes')} (${spaces.join(', ')})`);
+  log(`memory: RSS ${mb(String(rssBytes(server.pid) ?? 0))}, heap used ${gauge('nodejs_heap_size_used_bytes')} of ${gauge('nodejs_heap_size_total_bytes')} (${spaces.join(', ')}), external ${gauge('nodejs_external_memory_bytes')}`);
 }
 
 async function stop(server: ServerProcess): Promise<void> {
@@ -321,8 +321,12 @@ async function main(): Promise<void> {
     const serverBefore = cpuOf([server.pid]);
     const rssStart = rssBytes(server.pid) ?? 0;
     let rssMax = rssStart;
+    const startedAt = Date.now();
+    let rssAtTenSeconds: number | null = null;
     const sampler = setInterval(() => {
-      rssMax = Math.max(rssMax, rssBytes(server.pid) ?? 0);
+      const rss = rssBytes(server.pid) ?? 0;
+      rssMax = Math.max(rssMax, rss);
+      if (rssAtTenSeconds === null && Date.now() - startedAt >= 10_000) rssAtTenSeconds = rss;
     }, 250);
     const memoryTrace = process.env.BENCH_MEMORY_TRACE && kind === 'memstore' && seconds === LONG_SECONDS ? setInterval(() => void logMemory(server), 10_000) : null;
     if (memoryTrace) void logMemory(server);
@@ -356,6 +360,7 @@ async function main(): Promise<void> {
         maxRssMb: rssMax / 2 ** 20,
       } satisfies Row,
       rssStartMb: rssStart / 2 ** 20,
+      rssAtTenSecondsMb: (rssAtTenSeconds ?? rssEnd) / 2 ** 20,
       rssEndMb: rssEnd / 2 ** 20,
     };
   };
@@ -395,10 +400,13 @@ async function main(): Promise<void> {
     if (name === 'Q1') await measurePolled();
     if (flags.long) {
       for (const [kind, server] of [['baseline', baseline], ['memstore', memstore]] as const) {
-        const { load, rssStartMb, rssEndMb } = await measure(server, kind, workload, LONG_SECONDS, 'postgres');
-        longRows.push(longRow(name, kind, load.perSecond, load.failed + load.errors, rssStartMb, rssEndMb));
+        const { load, rssStartMb, rssAtTenSecondsMb, rssEndMb } = await measure(server, kind, workload, LONG_SECONDS, 'postgres');
+        longRows.push(longRow(name, kind, load.perSecond, load.failed + load.errors, { rssStartMb, rssAtTenSecondsMb, rssEndMb }));
         const last = longRows.at(-1)!;
-        log(`${name} ${kind} (2 min): first 10 s ${last.firstTenSeconds.toFixed(0)} req/s, second minute ${last.secondMinute.toFixed(0)} req/s, RSS ${rssStartMb.toFixed(0)} → ${rssEndMb.toFixed(0)} MB`);
+        log(
+          `${name} ${kind} (2 min): first 10 s ${last.firstTenSeconds.toFixed(0)} req/s, second minute ${last.secondMinute.toFixed(0)} req/s, ` +
+            `RSS ${rssStartMb.toFixed(0)} → ${rssAtTenSecondsMb.toFixed(0)} (10 s) → ${rssEndMb.toFixed(0)} MB`,
+        );
       }
     }
   }
@@ -493,7 +501,7 @@ async function metricsSeen(server: ServerProcess): Promise<string> {
   return `metrics on (MEMSTORE_METRICS_TOKEN; /metrics counted ${total('memstore_graphql_requests_total')} GraphQL requests and ${total('memstore_db_statement_duration_seconds_count')} statements), tracing off`;
 }
 
-function longRow(workload: WorkloadName, target: TargetKind, perSecond: number[], failed: number, rssStartMb: number, rssEndMb: number): LongRow {
+function longRow(workload: WorkloadName, target: TargetKind, perSecond: number[], failed: number, rss: Pick<LongRow, 'rssStartMb' | 'rssAtTenSecondsMb' | 'rssEndMb'>): LongRow {
   const mean = (values: number[]) => (values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length);
   return {
     workload,
@@ -502,8 +510,7 @@ function longRow(workload: WorkloadName, target: TargetKind, perSecond: number[]
     secondMinute: mean(perSecond.slice(60, 120)),
     overall: mean(perSecond.slice(0, LONG_SECONDS)),
     failed,
-    rssStartMb,
-    rssEndMb,
+    ...rss,
   };
 }
 
