@@ -65,7 +65,7 @@ export async function main(app: Pick<AppOptions, 'leanPath'> = {}): Promise<void
   const logger = createLogger(config.logLevel);
   const missingFlags = missingNodeFlags(process.execArgv);
   if (config.nodeEnv === 'production' && missingFlags.length > 0) {
-    logger.warn('node was started without the flags that fix the size of its young generation: memory grows and shrinks with load (README, "Running in production")', { missing: missingFlags });
+    logger.warn('node was started without the flags that fix the size of its young generation, which then follows load (README, "Running in production")', { missing: missingFlags });
   }
   let persistedDocuments = null;
   try {

@@ -2,7 +2,7 @@
  * The fan-out workload of `npm run bench` (and of `npm run bench:fan-out`, alone): live-update
  * fan-out while a W1-style write load runs.
  *
- * memstore's production build (`node dist/server.js`, built by the caller) runs on a scratch
+ * memstore's production build (`node <src/node-flags.ts> dist/server.js`, built by the caller) runs on a scratch
  * database, on core 1 (PostgreSQL is not pinned); the writers and the subscribers run on
  * core 0, the subscribers in a process of their own (fan-out-subscribers.ts). The same write
  * load (updateMemory with new 1–4 KiB content, as W1, by `writers` concurrent clients) is

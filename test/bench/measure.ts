@@ -3,9 +3,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { NODE_FLAGS } from '../../src/node-flags.js';
 import type { RequestSpec, TargetKind, Workload } from './workloads.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -63,15 +63,37 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * The arguments of `node` for a server of the benchmark: memstore with the flags of its
- * production command (src/node-flags.ts). A built script (dist/*.js) runs on plain Node, as
- * in production; TypeScript through tsx. BENCH_PERF=1: every server writes
- * /tmp/perf-<pid>.map, so that `perf record -p <pid>` names its JavaScript.
+ * The flags `npm start` gives `node` in a checkout (this one's: src/node-flags.ts): a
+ * `--compare` checkout runs with its own commit's flags, none before they existed.
  */
-export function nodeArgumentsOf(name: string, script: string): string[] {
+export function startFlagsOf(directory: string): string[] {
+  let start = '';
+  try {
+    start = (JSON.parse(fs.readFileSync(path.join(directory, 'package.json'), 'utf8')) as { scripts?: { start?: string } }).scripts?.start ?? '';
+  } catch {
+    return [];
+  }
+  const words = start.split(/\s+/);
+  const flags: string[] = [];
+  for (let index = words.indexOf('node') + 1; index > 0 && index < words.length; index += 1) {
+    const word = words[index]!;
+    if (word === '--import') index += 1;
+    else if (word.startsWith('--')) flags.push(word);
+    else break;
+  }
+  return flags;
+}
+
+/**
+ * The arguments of `node` for a server of the benchmark: memstore with the flags its
+ * checkout's `npm start` gives (startFlagsOf), as its production command does. A built script
+ * (dist/*.js) runs on plain Node, as in production; TypeScript through tsx. BENCH_PERF=1:
+ * every server writes /tmp/perf-<pid>.map, so that `perf record -p <pid>` names its JavaScript.
+ */
+export function nodeArgumentsOf(name: string, script: string, cwd = ROOT): string[] {
   const memstore = name.startsWith('memstore');
   return [
-    ...(memstore ? NODE_FLAGS : []),
+    ...(memstore ? startFlagsOf(cwd) : []),
     ...(process.env.BENCH_CPU_PROF && memstore ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CPU_PROF] : []),
     ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
     ...(process.env.BENCH_MEMSTORE_NODE_ARGS && memstore ? process.env.BENCH_MEMSTORE_NODE_ARGS.split(' ') : []),
@@ -86,7 +108,7 @@ export function nodeArgumentsOf(name: string, script: string): string[] {
  */
 export async function startServer(name: string, script: string, env: Record<string, string>, core: number | null, cwd = ROOT): Promise<ServerProcess> {
   const port = await freePort();
-  const nodeArguments = nodeArgumentsOf(name, script);
+  const nodeArguments = nodeArgumentsOf(name, script, cwd);
   const [command, args] = core === null ? [process.execPath, nodeArguments] : ['taskset', ['-c', String(core), process.execPath, ...nodeArguments]];
   const child = spawn(command, args, {
     cwd,

@@ -34,7 +34,7 @@ export interface LongRow {
   overall: number;
   failed: number;
   rssStartMb: number;
-  /** The first sample 10 s into the run: V8 gives memory back while a server idles (the other runs), and takes it again in the first seconds of load. */
+  /** The first sample 10 s into the measured run (13 s into the load, after the 3 s warm-up): V8 gives memory back while a server idles (the other runs), and takes it again in the first seconds of load. */
   rssAtTenSecondsMb: number;
   rssEndMb: number;
 }
@@ -166,7 +166,7 @@ export function renderMarkdown(results: Results): string {
       '',
       'Throughput from per-second samples: the first 10 s against the second minute (61–120 s); the server\'s RSS at the start, 10 s in and at the end.',
       '',
-      '| workload | server | req/s first 10 s | req/s second minute | change | req/s overall | RSS start → 10 s → end MB | RSS change from start, from 10 s | failed |',
+      '| workload | server | req/s first 10 s | req/s second minute | change | req/s overall | RSS start → 10 s → end MB | RSS change to the end, from the start and from 10 s | failed |',
       '|---|---|--:|--:|--:|--:|--:|--:|--:|',
       ...results.longRows.map(
         (row) =>
@@ -233,4 +233,8 @@ export function renderMarkdown(results: Results): string {
   return lines.join('\n');
 }
 
-const percentChange = (from: number, to: number) => (from === 0 ? '—' : `${to >= from ? '+' : ''}${(((to - from) / from) * 100).toFixed(1)} %`);
+function percentChange(from: number, to: number): string {
+  if (from === 0) return '—';
+  const percent = (((to - from) / from) * 100).toFixed(1);
+  return `${percent.startsWith('-') ? '' : '+'}${percent === '-0.0' ? '0.0' : percent} %`;
+}

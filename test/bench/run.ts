@@ -18,7 +18,8 @@
  *   --without-metrics  also measure this memstore with /metrics off (what metrics cost, same run)
  *   --keep-database   keep database memstore_bench afterwards (dropped by default)
  *
- * memstore runs as in production: `npm run build` first, then `node dist/server.js` (a
+ * memstore runs as in production: `npm run build` first, then `node <its flags>
+ * dist/server.js`, with the flags its checkout's `npm start` gives (src/node-flags.ts; a
  * --compare checkout without a build script runs its src/server.ts through tsx).
  *
  * Creates database memstore_bench next to DATABASE_URL's, migrates and seeds it, checks
@@ -321,12 +322,12 @@ async function main(): Promise<void> {
     const serverBefore = cpuOf([server.pid]);
     const rssStart = rssBytes(server.pid) ?? 0;
     let rssMax = rssStart;
-    const startedAt = Date.now();
+    const loadStartedAt = Date.now();
     let rssAtTenSeconds: number | null = null;
     const sampler = setInterval(() => {
       const rss = rssBytes(server.pid) ?? 0;
       rssMax = Math.max(rssMax, rss);
-      if (rssAtTenSeconds === null && Date.now() - startedAt >= 10_000) rssAtTenSeconds = rss;
+      if (rssAtTenSeconds === null && Date.now() - loadStartedAt >= 10_000) rssAtTenSeconds = rss;
     }, 250);
     const memoryTrace = process.env.BENCH_MEMORY_TRACE && kind === 'memstore' && seconds === LONG_SECONDS ? setInterval(() => void logMemory(server), 10_000) : null;
     if (memoryTrace) void logMemory(server);
