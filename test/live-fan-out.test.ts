@@ -2,9 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { eventHubOf } from '../src/app.js';
 import { LocalStreamSlots } from '../src/subscriptions/stream-slots.js';
 import { countStatements, recordStatements } from '../src/db/statement-count.js';
-import { CHANGE_MARK_UNSETTLED, readWorkspaceChangeMark } from '../src/domain/events.js';
 import type { Socket } from 'node:net';
-import { askAgain } from './support/ask-again.js';
+import { settledMark } from './support/ask-again.js';
 import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
 import { useTestServer } from './support/server.js';
 
@@ -37,7 +36,7 @@ async function deliveryCost(subscribers: number, queries: readonly string[] = [S
   // Under load a transaction of another database can be counted as running for an instant,
   // holding the newest events back from the one poll below (the workspace's change mark is
   // then unsettled): it polls once that has passed.
-  await askAgain(() => readWorkspaceChangeMark(server.db, client.workspaceId), (mark) => mark === CHANGE_MARK_UNSETTLED);
+  await settledMark(server.db, client.workspaceId);
   const { statements: poll } = await countStatements(() => hub.poll());
   let events = 0;
   for (const stream of streams) {

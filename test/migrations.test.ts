@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ANNOUNCEMENTS_APPLICATION_NAME } from '../src/db/announcements.js';
-import { CHANGE_MARK_UNSETTLED, readWorkspaceChangeMark, recordEvent } from '../src/domain/events.js';
-import type { Database } from '../src/db/client.js';
-import { askAgain } from './support/ask-again.js';
+import { readWorkspaceChangeMark, recordEvent } from '../src/domain/events.js';
+import { settledMark } from './support/ask-again.js';
 import { invariantViolations } from './support/invariants.js';
 import { openDatabaseAtLevel, type DatabaseAtLevel } from './support/migration-levels.js';
 
@@ -30,14 +29,6 @@ async function withOneEvent(database: DatabaseAtLevel): Promise<{ id: number; xi
   `);
   return database.query<{ id: number; xid: string }>(EVENT_POSITIONS);
 }
-
-/**
- * The workspace's change mark once it has settled. A transaction of another database that
- * ends between the mark's snapshot and its look at pg_stat_activity still holds the horizon
- * (drizzle/0010), so on a busy server the mark may read `unsettled` for a moment: asked
- * again, as a polling client does.
- */
-const settledMark = (db: Database, workspaceId: string) => askAgain(() => readWorkspaceChangeMark(db, workspaceId), (mark) => mark === CHANGE_MARK_UNSETTLED);
 
 /** After an upgrade: the invariants hold, the events are where they were, and the mark is the newest one's. */
 async function expectEventsKept(database: DatabaseAtLevel, before: { id: number; xid: string }[]): Promise<void> {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readWorkspaceChangeMark } from '../src/domain/events.js';
-import { askAgain } from './support/ask-again.js';
+import { CHANGE_MARK_UNSETTLED } from '../src/domain/events.js';
+import { askAgain, settledMark } from './support/ask-again.js';
 import { invariantViolations } from './support/invariants.js';
 import { openDatabaseAtLevel, type DatabaseAtLevel } from './support/migration-levels.js';
 
@@ -47,7 +47,7 @@ describe('upgrading from 0008_announce_after_commit (before the read functions)'
     // database ends (src/domain/events.ts): asked again until it has settled.
     before = await askAgain(
       () => database.query<{ id: string; mark: string }>(`select w.id, ${INLINE_MARK} as mark from unnest($1::text[]) w(id) order by w.id`, [workspaces]),
-      (rows) => rows.some((row) => row.mark === 'unsettled'),
+      (rows) => rows.some((row) => row.mark === CHANGE_MARK_UNSETTLED),
     );
     await database.migrateToLatest();
   });
@@ -60,10 +60,10 @@ describe('upgrading from 0008_announce_after_commit (before the read functions)'
     expect(before.map((row) => row.mark)).toEqual(['empty', 'empty', expect.stringMatching(/^\d+\.\d+$/)]);
     const after = await askAgain(
       () => database.query<{ id: string; mark: string }>(`select w.id, memstore_change_mark(w.id) as mark from unnest($1::text[]) w(id) order by w.id`, [workspaces]),
-      (rows) => rows.some((row) => row.mark === 'unsettled'),
+      (rows) => rows.some((row) => row.mark === CHANGE_MARK_UNSETTLED),
     );
     expect(after).toEqual(before);
-    for (const { id, mark } of before) expect(await askAgain(() => readWorkspaceChangeMark(database.db, id), (read) => read === 'unsettled')).toBe(mark);
+    for (const { id, mark } of before) expect(await settledMark(database.db, id)).toBe(mark);
   });
 
   it('writes a store\'s metadata as before: array-index keys first, ascending, then jsonb\'s order', async () => {
