@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Database } from '../db/client.js';
 import { memories } from '../db/schema.js';
@@ -95,21 +96,39 @@ export function normalizeSearchQuery(query: string): string {
     .join('"');
 }
 
-const tsquery = (query: string) => sql`websearch_to_tsquery('simple'::regconfig, ${normalizeSearchQuery(query)}::text)`;
+/**
+ * A tagged-template SQL builder: drizzle's `sql` (searchMemories below) or db/statement.ts's
+ * (compiled search reads, read-compiler/search.ts). Both write the one search statement
+ * declared here.
+ */
+export interface SqlTag<S> {
+  (strings: TemplateStringsArray, ...values: unknown[]): S;
+  raw(text: string): S;
+  join(parts: S[], separator: S): S;
+}
+
+const DRIZZLE: SqlTag<SQL> = Object.assign((strings: TemplateStringsArray, ...values: unknown[]) => sql(strings, ...values), {
+  raw: (text: string) => sql.raw(text),
+  join: (parts: SQL[], separator: SQL) => sql.join(parts, separator),
+});
+
+/** The query as a tsquery. */
+export const searchQuerySql = <S>(tag: SqlTag<S>, query: string): S => tag`websearch_to_tsquery('simple'::regconfig, ${normalizeSearchQuery(query)}::text)`;
 
 /**
  * The words a hit must contain, as the index reads them (lower-cased lexemes, excluded words
- * left out), from the query's tree (`querytree`). A query with none — only punctuation, or
- * only excluded words, which no index can answer — is INVALID_REQUEST.
+ * left out), from the query's tree (`querytree`); null for a query with none — only
+ * punctuation, or only excluded words, which no index can answer: INVALID_REQUEST.
  */
-function searchedLexemes(tree: unknown): string[] {
+export function searchedWordsOf(tree: unknown): SearchedWords | null {
   const text = String(tree ?? 'T');
-  if (text === 'T' || text === '') refuse('query', 'must contain at least one word to find (not only excluded words or punctuation)');
-  return [...text.matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'"));
+  if (text === 'T' || text === '') return null;
+  return new SearchedWords([...text.matchAll(/'((?:[^']|'')*)'/g)].map((match) => match[1]!.replaceAll("''", "'")));
 }
 
-/** Whether a query's tree holds a word to find: a query without one matches no hit (and reads no row). */
-const HAS_WORDS = sql`querytree(q.query) not in ('T', '')`;
+function searchedWords(tree: unknown): SearchedWords {
+  return searchedWordsOf(tree) ?? refuse('query', 'must contain at least one word to find (not only excluded words or punctuation)');
+}
 
 /** The memory columns a hit reads as they are (metadata and the instants are rendered apart). */
 const HIT_COLUMNS = sql.raw(
@@ -120,53 +139,59 @@ const HIT_COLUMNS = sql.raw(
     .join(', '),
 );
 
-function conditions(viewer: Viewer, filter: SearchFilter): SQL[] | null {
-  const where = [sql`m.workspace_id = ${viewer.workspaceId}`];
-  if (filter.memoryStoreId !== undefined) where.push(sql`m.memory_store_id = ${filter.memoryStoreId}`);
+/** Who searches: SQL giving the workspace's id, and what else the matches are read with (a compiled read's key row and its condition). */
+export interface SearchSource<S> {
+  workspace: S;
+  from: S | null;
+  where: S | null;
+}
+
+/**
+ * A search's ranked matches, as common table expressions: `ranked` (every live match's id,
+ * path and score, read from the index: no content), `page` (from `after`, best first, ties
+ * by path then id, up to `size` and one more, to know whether more follow) and `stats` (how
+ * many match; whether a match precedes `after`). A query without words to find (its tree
+ * 'T' or empty) reads no row, and a prefix no path can have matches nothing.
+ */
+export function searchTables<S>(tag: SqlTag<S>, source: SearchSource<S>, filter: SearchFilter, size: number, after: SearchCursor | null): S {
+  const where = [tag`querytree(q.query) not in ('T', '')`, tag`m.workspace_id = ${source.workspace}`];
+  if (source.where) where.push(source.where);
+  if (filter.memoryStoreId !== undefined) where.push(tag`m.memory_store_id = ${filter.memoryStoreId}`);
   const range = pathPrefixRange(filter.pathPrefix);
-  if (range.kind === 'none') return null;
+  if (range.kind === 'none') where.push(tag`false`);
   if (range.kind === 'range') {
-    where.push(sql`m.path >= ${range.from}`);
-    if (range.below !== null) where.push(sql`m.path < ${range.below}`);
+    where.push(tag`m.path >= ${range.from}`);
+    if (range.below !== null) where.push(tag`m.path < ${range.below}`);
   }
-  where.push(sql`m.search_vector @@ q.query`);
-  return where;
+  where.push(tag`m.search_vector @@ q.query`);
+  const beyond = after
+    ? tag`(r.score < ${after.score}::float8 or (r.score = ${after.score}::float8 and (r.path, r.id) > (${after.path}::text collate "C", ${after.id}::text collate "C")))`
+    : tag`true`;
+  return tag`ranked as materialized (
+      select m.id, m.path, ts_rank_cd(m.search_vector, q.query)::float8 as score
+      from memories m, ${searchQuerySql(tag, filter.query)} as q(query)${source.from ? tag`, ${source.from}` : tag``}
+      where ${tag.join(where, tag` and `)}),
+    page as (select r.id, r.path, r.score from ranked r where ${beyond} order by r.score desc, r.path asc, r.id asc limit ${size + 1}),
+    stats as (select count(*)::int as total, coalesce(bool_or(not ${beyond}), false) as behind from ranked r)`;
 }
 
 /**
  * One page of hits, best first; `after` continues after a hit of an earlier page. One
- * statement: the matches are ranked from the index with only their id and path (the content
- * is read for the page alone), and the same ranked set gives the total and whether a hit
- * precedes `after`.
+ * statement (searchTables), which also gives the query's tree: its words mark the snippets.
  */
 export async function searchMemories(db: Database, viewer: Viewer, filter: SearchFilter, size: number, after: SearchCursor | null): Promise<SearchPage> {
   checkSearchFilter(filter);
-  const query = tsquery(filter.query);
-  const where = conditions(viewer, filter);
-  if (!where) {
-    // No path can match: the query is still checked.
-    searchedLexemes(rowsOf(await db.execute(sql`select querytree(${query}) as tree`))[0]?.tree);
-    return { hits: [], total: 0, hasNextPage: false, hasPreviousPage: false };
-  }
-  const beyond = after
-    ? sql`(r.score < ${after.score}::float8 or (r.score = ${after.score}::float8 and (r.path, r.id) > (${after.path}::text collate "C", ${after.id}::text collate "C")))`
-    : sql`true`;
-  // The query's tree comes with the hits, for their snippets; a query without words reads nothing.
+  const tables = searchTables(DRIZZLE, { workspace: sql`${viewer.workspaceId}`, from: null, where: null }, filter, size, after);
   const result = await db.execute(sql`
-    with ranked as materialized (
-      select m.id, m.path, ts_rank_cd(m.search_vector, q.query)::float8 as score
-      from memories m, ${query} as q(query)
-      where ${HAS_WORDS} and ${sql.join(where, sql` and `)}),
-    page as (select r.id, r.path, r.score from ranked r where ${beyond} order by r.score desc, r.path asc, r.id asc limit ${size + 1}),
-    stats as (select count(*)::int as total, coalesce(bool_or(not ${beyond}), false) as behind from ranked r)
-    select querytree(${query}) as tree, stats.total, stats.behind, p.score as score, ${HIT_COLUMNS}, m.metadata::text as metadata,
+    with ${tables}
+    select querytree(${searchQuerySql(DRIZZLE, filter.query)}) as tree, stats.total, stats.behind, p.score as score, ${HIT_COLUMNS}, m.metadata::text as metadata,
       (extract(epoch from m.created_at) * 1000)::float8 as created_at_ms, (extract(epoch from m.updated_at) * 1000)::float8 as updated_at_ms
     from stats
       left join page p on true
       left join memories m on m.workspace_id = ${viewer.workspaceId} and m.id = p.id
     order by p.score desc nulls last, p.path asc, p.id asc`);
   const rows = rowsOf(result);
-  const words = new SearchedWords(searchedLexemes(rows[0]?.tree));
+  const words = searchedWords(rows[0]?.tree);
   const total = Number(rows[0]?.total ?? 0);
   const hasPreviousPage = after !== null && rows[0]?.behind === true;
   const found = rows.filter((row) => row.id != null);
@@ -175,6 +200,19 @@ export async function searchMemories(db: Database, viewer: Viewer, filter: Searc
     return { memory, score: Number(row.score), snippet: snippetOf(memory.content!, words) };
   });
   return { hits, total, hasNextPage: found.length > size, hasPreviousPage };
+}
+
+// ---------------------------------------------------------------------------------------
+// Cursors
+
+/** The name of a search, which its cursors carry: a cursor of another search is refused. */
+export function searchName(filter: SearchFilter): string {
+  return createHash('sha256').update(JSON.stringify([filter.query, filter.memoryStoreId ?? null, filter.pathPrefix ?? null])).digest('base64url').slice(0, 12);
+}
+
+/** The cursor of a hit of the search named `search`: after it, the next page starts. */
+export function searchCursorOf(search: string, score: number, path: string, id: string): string {
+  return Buffer.from(JSON.stringify(['search', search, score, path, id]), 'utf8').toString('base64url');
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { isIdOfKind } from '../../domain/ids.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, SEARCH_QUERY_MAX_CHARACTERS, SEARCH_SNIPPET_MAX_LENGTH } from '../../domain/limits.js';
-import { searchMemories, type SearchCursor, type SearchFilter, type SearchHit, type SearchSnippet, type TextRange } from '../../domain/search.js';
+import { searchCursorOf, searchMemories, searchName, type SearchCursor, type SearchFilter, type SearchHit, type SearchSnippet, type TextRange } from '../../domain/search.js';
 import { builder } from '../builder.js';
 import { invalidRequest } from '../errors.js';
 import { parseCursorJson } from '../pagination.js';
@@ -61,13 +60,8 @@ const MemorySearchConnectionRef = builder.objectRef<SearchConnection>('MemorySea
   }),
 });
 
-/** Cursors name the search they belong to: a cursor of another search is refused. */
-function searchName(filter: SearchFilter): string {
-  return createHash('sha256').update(JSON.stringify([filter.query, filter.memoryStoreId ?? null, filter.pathPrefix ?? null])).digest('base64url').slice(0, 12);
-}
-
 function encodeCursor(search: string, hit: SearchHit): string {
-  return Buffer.from(JSON.stringify(['search', search, hit.score, hit.memory.path, hit.memory.id]), 'utf8').toString('base64url');
+  return searchCursorOf(search, hit.score, hit.memory.path, hit.memory.id);
 }
 
 function decodeCursor(search: string, cursor: string): SearchCursor {
