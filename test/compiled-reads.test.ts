@@ -70,6 +70,9 @@ const STORE_FIELDS = 'id name description status entryCount totalSize metadata s
 const MEMORY_FIELDS = 'id memoryStoreId path content contentSizeBytes contentSha256 metadata createdAt updatedAt __typename';
 const VERSION_FIELDS = 'id memoryStoreId memoryId path content contentSizeBytes contentSha256 operation number redacted redactedAt createdAt __typename';
 
+/** What marks a compiled statement: it selects the answer `as data` with the key, or a search's hits `as hit_json`. */
+const isCompiled = (text: string) => / as data,$/m.test(text) || / as hit_json$/m.test(text);
+
 async function expectSameAnswer(query: string, variables?: Record<string, unknown>, compiledStatements?: number) {
   const { result: compiled, statements } = await countStatements(() => both.compiled.send({ query, variables }));
   const resolvers = await both.resolvers.send({ query, variables });
@@ -282,13 +285,82 @@ describe('reads compiled to one SQL statement', () => {
       '{ memoryStores(first: 2) { edges { node { entries(last: 3) { edges { node { __typename } } } } } } }',
       '{ memoryStores(first: 2) { edges { node { entries(folder: "a") { edges { node { __typename } } } } } } }',
       '{ memoryStores(first: 2) { edges { node { memories(first: 3) { edges { node { versions(first: 2) { edges { node { restoredFrom { id } } } } } } } } } } }',
-      '{ searchMemories(query: "content") { totalCount edges { score snippet { text } node { id } } } }',
+      // A later page of a search, a search beside another root field, two searches.
+      '{ searchMemories(query: "content", after: "c2VhcmNo") { totalCount edges { node { id } } } }',
+      '{ searchMemories(query: "content") { totalCount } memoryStores(first: 1) { totalCount } }',
+      '{ a: searchMemories(query: "content") { totalCount } b: searchMemories(query: "updated") { totalCount } }',
+      '{ searchMemories(query: "content") { edges { node { id latestVersion { id } } } } }',
+      '{ searchMemories(query: "content") { edges { snippet { text @skip(if: false) } } } }',
     ]) {
-      // No compiled statement ran (it selects the answer `as data` with the key): the resolvers answered.
+      // No compiled statement ran: the resolvers answered.
       const { statements } = await recordStatements(() => both.compiled.send({ query }));
-      expect(statements.filter((statement) => / as data,$/m.test(statement.sql)), query).toEqual([]);
+      expect(statements.filter((statement) => isCompiled(statement.sql)), query).toEqual([]);
       await expectSameAnswer(query);
     }
+  });
+
+  it('answer a search\'s first page as the resolvers do, byte for byte, in one statement: hits, scores, snippets, cursors, counts, nodes', async () => {
+    const query = `query ($query: String!, $store: ID, $prefix: String, $first: Int) { __typename
+      found: searchMemories(query: $query, memoryStoreId: $store, pathPrefix: $prefix, first: $first) { __typename totalCount
+        pageInfo { __typename hasNextPage hasPreviousPage startCursor endCursor }
+        edges { __typename cursor score ...Hit snippet { __typename text ranges: matches { __typename start end } } } } }
+      fragment Hit on MemorySearchEdge { node { ${MEMORY_FIELDS} versions(first: 2) { totalCount edges { node { ${VERSION_FIELDS} } } } } }`;
+    const [odd, plain, , foreign] = both.storeIds;
+    const body = async (client: TestClient, variables: Record<string, unknown>) => {
+      const response = await client.app.fetch('http://memstore.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${client.token}` },
+        body: JSON.stringify({ query, variables }),
+      });
+      return response.text();
+    };
+    for (const variables of [
+      { query: 'content' },
+      { query: 'quoted', first: 3 },
+      { query: 'updated', first: 1 },
+      { query: 'content -updated', first: 20 },
+      { query: '"content 7"' },
+      { query: 'x' },
+      { query: 'bulk', store: plain, first: 4 },
+      { query: 'bulk', prefix: 'bulk/01' },
+      { query: 'content', store: odd, prefix: 'notes/' },
+      { query: 'content', prefix: '\u0000' },
+      { query: 'content', store: foreign },
+      { query: 'content', first: 0 },
+      { query: 'quoted or updated', first: 8 },
+    ]) {
+      const { result: compiled, statements } = await recordStatements(() => body(both.compiled, variables));
+      expect(statements.map((statement) => isCompiled(statement.sql)), JSON.stringify(variables)).toEqual([true]);
+      expect(compiled, JSON.stringify(variables)).toBe(await body(both.resolvers, variables));
+    }
+    expect(JSON.parse(await body(both.compiled, { query: 'content' })).data.found.totalCount).toBeGreaterThan(5);
+    // A query without words: the compiled statement leaves the refusal to the resolvers.
+    await expectSameAnswer(query, { query: '-content' });
+    // An IDENTITY key may not search: the resolvers' FORBIDDEN.
+    const identity = await both.compiled.send({
+      query: 'mutation { createApiKey(input: { name: "searching agent", kind: IDENTITY, identityId: "idn_search" }) { ... on CreateApiKeySuccess { token } } }',
+    });
+    const refused = await server.anonymous(identity.data.createApiKey.token).send({ query, variables: { query: 'content' } });
+    expect(refused.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+  });
+
+  it('agree with the resolvers on random searches, filters and page sizes (property)', async () => {
+    const query = `query ($query: String!, $store: ID, $prefix: String, $first: Int) {
+      searchMemories(query: $query, memoryStoreId: $store, pathPrefix: $prefix, first: $first) { totalCount pageInfo { hasNextPage endCursor }
+        edges { score snippet { text matches { start end } } node { id path contentSha256 } } } }`;
+    const words = ['content', 'quoted', 'updated', 'bulk', 'notes', 'md', 'a', 'b', '✓', '😀', '"content 1"', '-updated', 'or', 'x', '"a b"'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.constantFrom(null, 'a', 'notes/', 'bulk/00', 'z/'),
+        fc.constantFrom(null, ...both.storeIds),
+        async (chosen, first, prefix, store) => {
+          await expectSameAnswer(query, { query: chosen.join(' '), first, prefix, store });
+        },
+      ),
+      { numRuns: 40, seed: 20261206 },
+    );
   });
 
   it('agree with the resolvers on random page sizes and prefixes (property)', async () => {

@@ -237,6 +237,30 @@ describe('a polled answer', () => {
     expect(await count({ first: 1 })).toBe(1);
   });
 
+  it('is answered 304 for a polled search while nothing changed, and never across searches that differ only in what they select', async () => {
+    const client = await server.newWorkspace();
+    const store = await createStore(client);
+    const memory = await createMemory(client, store.id, { path: 'fox.md', content: 'the quick brown fox' });
+    const query = 'query ($q: String!) { searchMemories(query: $q) { totalCount edges { score node { id contentSha256 } } } }';
+    const first = await poll(client, { query, variables: { q: 'fox' } });
+    expect(first.status).toBe(200);
+    expect(first.tag).not.toBeNull();
+    expect(JSON.parse(first.body).data.searchMemories.totalCount).toBe(1);
+    expect((await poll(client, { query, variables: { q: 'fox' }, ifNoneMatch: first.tag! })).status).toBe(304);
+    // Another search, or the same one selecting more (its snippets, its cursors), is another answer.
+    const other = await poll(client, { query, variables: { q: 'quick fox' }, ifNoneMatch: first.tag! });
+    expect(other.status).toBe(200);
+    const more = await poll(client, { query: 'query ($q: String!) { searchMemories(query: $q) { totalCount edges { cursor score node { id contentSha256 } } } }', variables: { q: 'fox' }, ifNoneMatch: first.tag! });
+    expect(more.status).toBe(200);
+    expect(new Set([first.tag, other.tag, more.tag]).size).toBe(3);
+    // A write: a new answer, with a new tag.
+    await updateMemory(client, { id: memory.id, content: 'the quick brown fox jumps' });
+    const changed = await poll(client, { query, variables: { q: 'fox' }, ifNoneMatch: first.tag! });
+    expect(changed.status).toBe(200);
+    expect(changed.tag).not.toBe(first.tag);
+    expect(JSON.parse(changed.body).data.searchMemories.edges[0].node.contentSha256).not.toBe(JSON.parse(first.body).data.searchMemories.edges[0].node.contentSha256);
+  });
+
   it('is never answered 304 for If-None-Match: *, which asks whether any answer exists', async () => {
     const client = await server.newWorkspace();
     await createStore(client);

@@ -235,13 +235,17 @@ describe('searchMemories', () => {
     expect(refused.errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST');
   });
 
-  it('ranks, pages, counts and reads the query\'s words for snippets in one statement (with the key\'s)', async () => {
+  it('answers a first page in one statement that also authenticates; a later page in the key\'s lookup and one more', async () => {
     const { statements, result } = await countStatements(() => client.send({ query: SEARCH, variables: { query: 'fox dog', first: 2 } }));
     expect(result.errors).toBeUndefined();
     expect(result.data.searchMemories.edges.length).toBeGreaterThan(0);
-    // The key's lookup and the search (BEGIN and COMMIT, of the snapshot it has the first time, are not counted).
-    expect(statements).toBe(2);
-    // A query without words: refused after the same statement, which ranks nothing.
+    // A compiled read (read-compiler/search.ts): BEGIN and COMMIT, of the snapshot it has the first time, are not counted.
+    expect(statements).toBe(1);
+    // After a cursor the resolvers answer: the key's lookup, then the search, which ranks, pages, counts and reads the query's words.
+    const next = await countStatements(() => client.send({ query: SEARCH, variables: { query: 'fox dog', first: 2, after: result.data.searchMemories.pageInfo.endCursor } }));
+    expect(next.result.errors).toBeUndefined();
+    expect(next.statements).toBe(2);
+    // A query without words ranks nothing: the compiled statement identifies the key and leaves the refusal to the resolvers, after their one statement.
     const refused = await countStatements(() => client.send({ query: SEARCH, variables: { query: '-fox -dog' } }));
     expect(refused.result.errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST');
     expect(refused.statements).toBe(2);

@@ -1,11 +1,12 @@
-import { getNamedType, isObjectType, parse, type OperationDefinitionNode } from 'graphql';
+import { getNamedType, getNullableType, isListType, isObjectType, isScalarType, parse, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { kindsAllowedToTakeAll } from '../src/domain/access.js';
-import { DEFAULT_PAGE_SIZE, MAX_RESPONSE_BYTES } from '../src/domain/limits.js';
+import { DEFAULT_PAGE_SIZE, MAX_RESPONSE_BYTES, SEARCH_QUERY_MAX_CHARACTERS } from '../src/domain/limits.js';
 import { EXPOSED_FIELDS, MEMORY_STORE_FIELDS } from '../src/graphql/exposed-fields.js';
 import { schema } from '../src/graphql/schema.js';
 import { MAX_KEYS_PER_OBJECT, planRead, type ReadPlan } from '../src/read-compiler/plan.js';
 import { keyKindsOf } from '../src/read-compiler/compile.js';
+import { SEARCH_FIELD, SEARCH_SHAPE } from '../src/read-compiler/search-plan.js';
 import { statementOf, TOKEN_PLACEHOLDER } from '../src/read-compiler/sql.js';
 
 // The read compiler without a database: the plan step's structure and refusals, the SQL
@@ -130,6 +131,43 @@ describe('the plan step of the read compiler', () => {
     // 100 memories' content can pass the response budget: such a query is left to the resolvers.
     expect(plan(`{ memoryStore(id: "${STORE_ID}") { memories(first: 100) { edges { node { content } } } } }`)!.worstBytes).toBeGreaterThan(MAX_RESPONSE_BYTES);
   });
+
+  it('plans the first page of a search: its filter, size and selection, its nodes as any memory, snippets only when shown', () => {
+    const searched = plan(`query ($q: String!) { __typename searchMemories(query: $q, first: 3, memoryStoreId: "${STORE_ID}", pathPrefix: "notes/") {
+      totalCount pageInfo { hasNextPage endCursor } edges { cursor score snippet { text matches { start end } } node { id path } } } }`, { q: 'fox dog' })!;
+    expect(searched.actions.map((action) => action.type)).toEqual(['memories.read']);
+    const field = searched.fields[1]!;
+    if (field.kind !== 'search') throw new Error(`planned as ${field.kind}`);
+    expect(field.search.filter).toEqual({ query: 'fox dog', memoryStoreId: STORE_ID, pathPrefix: 'notes/' });
+    expect(field.search.size).toBe(3);
+    expect(field.search.snippets).toBe(true);
+    expect(field.search.fields.map((selected) => [selected.key.name, selected.kind])).toEqual([['totalCount', 'leaf'], ['pageInfo', 'object'], ['edges', 'object']]);
+    const bare = plan('{ searchMemories(query: "fox") { edges { node { id } } } }')!.fields[0]!;
+    expect(bare.kind === 'search' && bare.search.snippets).toBe(false);
+    expect(bare.kind === 'search' && bare.search.size).toBe(DEFAULT_PAGE_SIZE);
+  });
+
+  it('leaves to the resolvers a search they refuse, a later page, and what the search plan does not cover', () => {
+    for (const query of [
+      '{ searchMemories(query: "") { totalCount } }',
+      `{ searchMemories(query: "${'x'.repeat(SEARCH_QUERY_MAX_CHARACTERS + 1)}") { totalCount } }`,
+      '{ searchMemories(query: "fox", memoryStoreId: "mem_0123456789abcdefghij") { totalCount } }',
+      '{ searchMemories(query: "fox", first: 101) { totalCount } }',
+      '{ searchMemories(query: "fox", after: "c2VhcmNo") { totalCount } }',
+      '{ searchMemories(query: "fox") { edges { node { latestVersion { id } } } } }',
+      '{ searchMemories(query: "fox") { edges { snippet { text @include(if: true) } } } }',
+      '{ searchMemories(query: "fox") { edges { snippet } } }',
+      '{ searchMemories(query: "fox") { totalCount { x } } }',
+    ]) expect(plan(query), query).toBeNull();
+  });
+
+  it('counts the worst bytes of a search by its page: 100 hits\' content can pass the response budget', () => {
+    const one = plan('{ searchMemories(query: "fox", first: 1) { edges { snippet { text } } } }')!.worstBytes;
+    const ten = plan('{ searchMemories(query: "fox", first: 10) { edges { snippet { text } } } }')!.worstBytes;
+    expect(ten - one).toBe(9 * (ten - plan('{ searchMemories(query: "fox", first: 9) { edges { snippet { text } } } }')!.worstBytes));
+    expect(ten - one).toBeGreaterThan(9 * 1200);
+    expect(plan('{ searchMemories(query: "fox", first: 100) { edges { node { content } } } }')!.worstBytes).toBeGreaterThan(MAX_RESPONSE_BYTES);
+  });
 });
 
 describe('the SQL step of the read compiler', () => {
@@ -196,5 +234,29 @@ describe('the declared fields of compiled reads', () => {
       expect(enumValues, `${typeName}.${name}: not an enum column`).toBeDefined();
       expect([...stored].sort(), `${typeName}.${name}`).toEqual([...enumValues!].sort());
     }
+  });
+});
+
+describe('the declared shape of compiled searches', () => {
+  it('names each field of MemorySearchConnection it covers with the schema\'s type: objects and lists as declared, leaves as scalars, nodes as Memory', () => {
+    const check = (typeName: string, fields: NonNullable<typeof SEARCH_SHAPE.fields>) => {
+      const type = schema.getType(typeName);
+      if (!isObjectType(type)) throw new Error(`${typeName} is not an object type`);
+      for (const [name, shape] of Object.entries(fields)) {
+        const field = type.getFields()[name];
+        expect(field, `${typeName}.${name}`).toBeDefined();
+        expect(field!.args, `${typeName}.${name}`).toEqual([]);
+        const named = getNamedType(field!.type);
+        expect(isListType(getNullableType(field!.type)), `${typeName}.${name}`).toBe(shape.list !== undefined);
+        if (shape.node) expect(named.name).toBe('Memory');
+        else if (shape.fields) {
+          expect(named.name, `${typeName}.${name}`).toBe(shape.typeName);
+          check(shape.typeName!, shape.fields);
+        } else expect(isScalarType(named), `${typeName}.${name}`).toBe(true);
+      }
+    };
+    const search = schema.getQueryType()!.getFields()[SEARCH_FIELD]!;
+    expect(getNamedType(search.type).name).toBe(SEARCH_SHAPE.typeName);
+    check(SEARCH_SHAPE.typeName!, SEARCH_SHAPE.fields!);
   });
 });

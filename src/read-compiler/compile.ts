@@ -1,14 +1,14 @@
-import { createHash } from 'node:crypto';
 import { getVariableValues, Kind, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type TypeNode } from 'graphql';
-import type { RunOptions, RunStatement, RunStatementRaw } from '../db/client.js';
+import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import type { StatementScope } from '../db/deadline.js';
 import { kindsAllowedToTakeAll } from '../domain/access.js';
-import { KEY_LOOKUP, viewerOf } from '../domain/api-keys.js';
 import { newId, type IdKind } from '../domain/ids.js';
-import { MAX_PREPARED_STATEMENT_TEXTS, MAX_RESPONSE_BYTES } from '../domain/limits.js';
-import type { ApiKeyKind, Viewer } from '../domain/viewer.js';
+import { MAX_RESPONSE_BYTES } from '../domain/limits.js';
+import type { ApiKeyKind } from '../domain/viewer.js';
 import { planRead, type ReadPlan } from './plan.js';
-import { checkStatementOf, statementOf, TOKEN_PLACEHOLDER } from './sql.js';
+import { CompiledSearch } from './search.js';
+import { statementOf, TOKEN_PLACEHOLDER } from './sql.js';
+import { checkKey, digestOf, runnersOf, runStatement, statementText, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 /**
  * Reads compiled to one SQL statement that builds the response's JSON in PostgreSQL, as a
@@ -18,58 +18,8 @@ import { checkStatementOf, statementOf, TOKEN_PLACEHOLDER } from './sql.js';
  * the database under the caller's workspace.
  */
 
-/** What a compiled statement says for a token's SHA-256 (null when no unrevoked key has it). */
-export interface CompiledAnswer {
-  viewer: Viewer;
-  /** The response's `data` as JSON text; null for a key the access policy does not let read all of it (the resolvers must answer). */
-  data: string | Uint8Array | null;
-  /** The workspace's change mark (domain/events.ts) in the same snapshot; null whenever data is. */
-  mark: string | null;
-}
+export type { CompiledAnswer, CompiledRead } from './statements.js';
 
-export interface CompiledRead {
-  /** Runs the statement (under the request's `scope`): the key, the answer and the change mark. */
-  read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null>;
-  /** The key and the change mark only (data is null), without building the answer: for a conditional request. */
-  check(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null>;
-  /** Everything the answer depends on besides the data and the key: the statement's text and its other parameters. */
-  readonly shape: string;
-  /** About the memory it holds, in bytes. */
-  readonly bytes: number;
-}
-
-/**
- * The statement texts this process compiled, each kept once and shared by every compiled
- * read of it (a text depends only on the plan's shape: values are parameters, so a query
- * asked with ten thousand ids has one text). The first MAX_PREPARED_STATEMENT_TEXTS
- * distinct texts are kept, and prepared (the shapes clients send all day come first); later
- * ones belong to their compiled read alone and run unprepared, so that no connection keeps
- * ever more prepared statements.
- */
-interface StatementText {
-  readonly text: string;
-  /** Kept here, and prepared. */
-  readonly kept: boolean;
-  /** The text's SHA-256, which stands for it in an answer's shape (made on first use). */
-  digest?: string;
-}
-
-const statementTexts = new Map<string, StatementText>();
-
-function statementText(text: string): StatementText {
-  const known = statementTexts.get(text);
-  if (known) return known;
-  const kept = statementTexts.size < MAX_PREPARED_STATEMENT_TEXTS;
-  const entry: StatementText = { text, kept };
-  if (kept) statementTexts.set(text, entry);
-  return entry;
-}
-
-const digestOf = (statement: StatementText) => (statement.digest ??= createHash('sha256').update(statement.text).digest('base64url'));
-
-const decoder = new TextDecoder();
-const decode = (bytes: Uint8Array | null | undefined) => (bytes == null ? null : decoder.decode(bytes));
-const LOOKUP_COLUMNS = Object.keys(KEY_LOOKUP.columns) as (keyof typeof KEY_LOOKUP.columns)[];
 
 /**
  * The kinds of key a plan's statement answers (the others are left to the resolvers), and
@@ -104,6 +54,7 @@ export function compileRead(
   // An answer that could pass the budget is built by the resolvers, which spend it as they go.
   if (!plan || plan.worstBytes > MAX_RESPONSE_BYTES) return null;
   const { allowed, marked } = keyKindsOf(plan);
+  if (plan.fields.some((field) => field.kind === 'search')) return CompiledSearch.of(runnersOf(run, runRaw), plan, allowed, marked);
   const { text, params } = statementOf(plan, allowed, marked).toQuery();
   return new CompiledStatement(runnersOf(run, runRaw), statementText(text), params, allowed, marked);
 }
@@ -155,6 +106,8 @@ export function compileReadTemplate(
   const standIns = slots.map((slot) => newId(slot.kind));
   const withStandIns = { ...variables, ...Object.fromEntries(slots.map((slot, index) => [slot.name, standIns[index]])) };
   const compiled = compileRead(schema, document, operation, withStandIns, run, runRaw);
+  // A search's filter is also read after its statement (its cursors name it): each request's is compiled afresh.
+  if (compiled instanceof CompiledSearch) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
   if (!(compiled instanceof CompiledStatement)) return { readFor: () => null, bytes: 0 };
   const places = standIns.map((standIn) => compiled.placesOf(standIn));
   // Not a template after all: each request's read is compiled afresh.
@@ -163,21 +116,6 @@ export function compileReadTemplate(
     readFor: (given) => compiled.withValuesAt(slots.map((slot, index) => ({ value: given![slot.name], places: places[index]! }))),
     bytes: compiled.bytes,
   };
-}
-
-/** A database's statement runners, and its check statements by the kinds of key they answer (a handful of sets). */
-interface StatementRunners {
-  run: RunStatement;
-  runRaw: RunStatementRaw | undefined;
-  checks: Map<string, { statement: StatementText; params: unknown[] }>;
-}
-
-const runnersByRun = new WeakMap<RunStatement, StatementRunners>();
-
-function runnersOf(run: RunStatement, runRaw: RunStatementRaw | undefined): StatementRunners {
-  let runners = runnersByRun.get(run);
-  if (!runners) runnersByRun.set(run, (runners = { run, runRaw, checks: new Map() }));
-  return runners;
 }
 
 /**
@@ -201,14 +139,7 @@ class CompiledStatement implements CompiledRead {
   }
 
   check(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
-    // Made on first use (most requests are not conditional), once for each kinds of key: it depends on nothing else.
-    const kinds = `${this.allowed.join()} ${this.marked.join()}`;
-    let check = this.runners.checks.get(kinds);
-    if (!check) {
-      const { text, params } = checkStatementOf(this.allowed, this.marked).toQuery();
-      this.runners.checks.set(kinds, (check = { statement: statementText(text), params }));
-    }
-    return runStatement(this.runners, check.statement, check.params, tokenSha256, scope);
+    return checkKey(this.runners, this.allowed, this.marked, tokenSha256, scope);
   }
 
   /**
@@ -256,26 +187,3 @@ function mentions(param: unknown, text: string): boolean {
 /** What a compiled read holds besides its parameters (its object, kinds of key and shape), and each parameter with its share of the shape: measured on the benchmark's reads. */
 const COMPILED_READ_BYTES = 768;
 const PARAMETER_BYTES = 128;
-
-/** Runs a compiled statement's text with the token's SHA-256 in its place among the parameters. */
-async function runStatement(
-  { run, runRaw }: StatementRunners,
-  { text, kept }: StatementText,
-  params: unknown[],
-  tokenSha256: string,
-  scope: StatementScope | undefined,
-): Promise<CompiledAnswer | null> {
-  const values = params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
-  const options: RunOptions = { prepare: kept, scope };
-  if (runRaw) {
-    const [raw] = await runRaw(text, values, options);
-    if (!raw) return null;
-    const key = Object.fromEntries(LOOKUP_COLUMNS.map((name, index) => [name, decode(raw[index])]));
-    return { viewer: viewerOf(key as never), data: raw[LOOKUP_COLUMNS.length] ?? null, mark: decode(raw[LOOKUP_COLUMNS.length + 1]) };
-  }
-  const [row] = await run(text, values, options);
-  if (!row) return null;
-  const key = Object.fromEntries(LOOKUP_COLUMNS.map((name) => [name, row[KEY_LOOKUP.columns[name].name] ?? null]));
-  return { viewer: viewerOf(key as never), data: (row.data as string | null) ?? null, mark: (row.mark as string | null) ?? null };
-}
-

@@ -3,34 +3,29 @@ import { getTableColumns } from 'drizzle-orm';
 import { Kind, valueFromASTUntyped, type DocumentNode, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { WorkspaceAction } from '../domain/access.js';
 import { isIdOfKind } from '../domain/ids.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
 import { checkFolder } from '../domain/folders.js';
 import type { PathRange } from '../domain/memories/reads.js';
 import type { KeysetOrdering } from '../domain/pagination.js';
 import { EXPOSED_FIELDS, type ExposedField } from '../graphql/exposed-fields.js';
-import { ENTRIES, NESTED_LISTS, OBJECT_ACTIONS, PAGING, SINGLES, STORES, Unsupported, unsupported, type ListSpec, type ObjectTypeName } from './readable.js';
+import { planSearch, SEARCH_FIELD, type SearchPlan as SearchPlanOf } from './search-plan.js';
+import { ENTRIES, keyOf, NESTED_LISTS, OBJECT_ACTIONS, pageSize, PAGING, SHORT_FIELD_BYTES, SINGLES, STORES, Unsupported, unsupported, type ListSpec, type ObjectTypeName, type ResponseKey } from './readable.js';
 
-export type { ObjectTypeName } from './readable.js';
+export type { ObjectTypeName, ResponseKey } from './readable.js';
 
 /**
  * The plan step of a compiled read: from a query's selection to a typed plan of what to
  * read — objects, their exposed fields (graphql/exposed-fields.ts), connections paged
  * forward with `first`, their counts — with no SQL in it (sql.ts writes the statement).
  * Covered: stores, their memories and the memories' versions, from `memoryStores`,
- * `memoryStore(id)` and `memory(id)`, and a store's folder level (`entries(folder:)`, whose
- * nodes are folders or memories); plain fields, `edges { node }`, `pageInfo
- * { hasNextPage hasPreviousPage }`, `totalCount`, `__typename`, fragments on the very type
- * (and on a union's members), the same plain field twice.
- * Anything else — another field, a cursor, an argument beyond `first` and the plain
- * filters, a directive, a repeated response key — makes planRead return null, and the
- * resolvers answer.
+ * `memoryStore(id)` and `memory(id)`, a store's folder level (`entries(folder:)`, whose
+ * nodes are folders or memories), and the first page of `searchMemories`
+ * (search-plan.ts); plain fields, `edges { node }`, `pageInfo { hasNextPage
+ * hasPreviousPage }`, `totalCount`, `__typename`, fragments on the very type (and on a
+ * union's members), the same plain field twice. Anything else — another field, a cursor,
+ * an argument beyond `first` and the plain filters, a directive, a repeated response key —
+ * makes planRead return null, and the resolvers answer.
  */
 
-/** Where a value goes in the answer: its key (an alias, or the field's name). */
-export interface ResponseKey {
-  name: string;
-  alias: string | null;
-}
 
 export interface ObjectPlan {
   typeName: ObjectTypeName;
@@ -88,7 +83,11 @@ export type RootFieldPlan =
   | { key: ResponseKey; kind: 'list'; connection: ConnectionPlan }
   | { key: ResponseKey; kind: 'single'; table: PgTable & { workspaceId: AnyPgColumn; id: AnyPgColumn }; id: string; object: ObjectPlan }
   /** An id of another kind, or no id at all: null without asking the database, as the resolvers answer. */
-  | { key: ResponseKey; kind: 'none' };
+  | { key: ResponseKey; kind: 'none' }
+  | { key: ResponseKey; kind: 'search'; search: SearchPlan };
+
+/** The plan of a search (search-plan.ts), its hits' nodes planned as any Memory. */
+export type SearchPlan = SearchPlanOf<ObjectPlan>;
 
 export interface ReadPlan {
   fields: RootFieldPlan[];
@@ -101,9 +100,6 @@ export interface ReadPlan {
 /** The most keys an object of a compiled read has (past them the resolvers answer): a bound on the text the statement writes for each object. */
 export const MAX_KEYS_PER_OBJECT = 50;
 
-/** Ids, numbers, instants, enums, names of types, and each field's key. */
-const SHORT_FIELD_BYTES = 80;
-
 /**
  * Adds a field to the fields selected, by response key. The same key twice is merged as
  * GraphQL merges it when both are the same plain field (no arguments, no selection: one
@@ -114,17 +110,6 @@ function addField(into: Map<string, FieldNode>, field: FieldNode): void {
   const known = into.get(key);
   if (known === undefined) into.set(key, field);
   else if (known.name.value !== field.name.value || known.arguments?.length || field.arguments?.length || known.selectionSet || field.selectionSet) unsupported();
-}
-
-/** A page's size: `first`, or the default. Out-of-range sizes are refused by the resolvers, with their message. */
-function pageSize(args: Record<string, unknown>): number {
-  const size = args.first ?? DEFAULT_PAGE_SIZE;
-  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) unsupported();
-  return size;
-}
-
-function keyOf(field: FieldNode): ResponseKey {
-  return { name: field.name.value, alias: field.alias?.value ?? null };
 }
 
 class Planner {
@@ -139,7 +124,7 @@ class Planner {
   ) {}
 
   /** The fields of a selection set on `typeName`, by response key; fragments of that very type are inlined. */
-  private fields(selectionSet: SelectionSetNode | undefined, typeName: string, into = new Map<string, FieldNode>()): FieldNode[] {
+  fields(selectionSet: SelectionSetNode | undefined, typeName: string, into = new Map<string, FieldNode>()): FieldNode[] {
     if (!selectionSet) unsupported();
     for (const selection of selectionSet.selections) {
       if (selection.directives?.length) unsupported();
@@ -198,13 +183,17 @@ class Planner {
     return [...into.values()];
   }
 
-  private arguments(field: FieldNode): Record<string, unknown> {
+  arguments(field: FieldNode): Record<string, unknown> {
     const args: Record<string, unknown> = {};
     for (const argument of field.arguments ?? []) args[argument.name.value] = valueFromASTUntyped(argument.value, this.variables);
     return args;
   }
 
-  private needs(action: WorkspaceAction): void {
+  spend(bytes: number): void {
+    this.worstBytes += this.multiplicity * bytes;
+  }
+
+  needs(action: WorkspaceAction): void {
     this.actions.set(action.type, action);
   }
 
@@ -245,7 +234,7 @@ class Planner {
   }
 
   /** Plans what each of a page's `size` items holds. */
-  private pageOf<T>(size: number, plan: () => T): T {
+  pageOf<T>(size: number, plan: () => T): T {
     const outer = this.multiplicity;
     this.multiplicity *= size;
     try {
@@ -366,6 +355,7 @@ class Planner {
       const key = keyOf(field);
       this.worstBytes += SHORT_FIELD_BYTES;
       if (name === '__typename') return { key, kind: 'typename' };
+      if (name === SEARCH_FIELD) return { key, kind: 'search', search: planSearch(this, field) };
       if (name === 'memoryStores') {
         if (!field.selectionSet) unsupported();
         return { key, kind: 'list', connection: this.connection(STORES, field) };

@@ -1,3 +1,4 @@
+import type { FieldNode } from 'graphql';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { memories, memoryStores, memoryVersions } from '../db/schema.js';
 import type { WorkspaceAction } from '../domain/access.js';
@@ -8,6 +9,7 @@ import type { KeysetOrdering } from '../domain/pagination.js';
 import { MEMORY_STORE_LIST } from '../domain/stores.js';
 import { isVersionCountKept, VERSIONS_OF_MEMORY } from '../domain/versions.js';
 import type { EXPOSED_FIELDS } from '../graphql/exposed-fields.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
 
 /**
  * What the read compiler can read (plan.ts plans a query against these): the lists with
@@ -42,6 +44,27 @@ export interface ListSpec {
 }
 
 export const PAGING = ['first', 'last', 'after', 'before'];
+
+/** Where a value goes in the answer: its key (an alias, or the field's name). */
+export interface ResponseKey {
+  name: string;
+  alias: string | null;
+}
+
+/** Ids, numbers, instants, enums, names of types, and each field's key: the most bytes each adds to an answer. */
+export const SHORT_FIELD_BYTES = 80;
+
+/** A page's size: `first`, or the default. Out-of-range sizes are refused by the resolvers, with their message. */
+export function pageSize(args: Record<string, unknown>): number {
+  const size = args.first ?? DEFAULT_PAGE_SIZE;
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) unsupported();
+  return size;
+}
+
+export function keyOf(field: FieldNode): ResponseKey {
+  return { name: field.name.value, alias: field.alias?.value ?? null };
+}
+
 
 export const STORES: ListSpec = {
   typeName: 'MemoryStoreConnection',

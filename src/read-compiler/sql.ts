@@ -284,6 +284,7 @@ class StatementWriter {
       if (field.kind === 'typename') return [field.key, nameJson('Query')];
       if (field.kind === 'none') return [field.key, 'null'];
       if (field.kind === 'list') return [field.key, this.listRows(field.connection)];
+      if (field.kind === 'search') throw new Error('a search is answered by its own statement (search.ts)');
       const row = `o${(this.aliases += 1)}`;
       // No such row (or another workspace's): null.
       return [field.key, sql`coalesce((select ${this.object(field.object, row)} from ${sql.raw(`"${getTableName(field.table)}" ${row}`)}
@@ -292,21 +293,47 @@ class StatementWriter {
     // With a list at the root, the answer is joined from rows (AnswerRows); else it is concatenated.
     const answer = entries.some(([, value]) => typeof value === 'function') ? new AnswerRows() : null;
     answer?.object(entries);
-    // The key lookup of authenticate() (KEY_LOOKUP). Only the kinds of key the access policy
-    // lets take every action of the plan get the data; for others the resolvers answer.
-    const key = sql.raw(KEY);
-    const selected = Object.values(KEY_LOOKUP.columns).map((target) => `"${target.name}"`);
-    const kindColumn = `${KEY}."${KEY_LOOKUP.columns.kind.name}"`;
-    const kindIn = (kinds: readonly ApiKeyKind[]) => (kinds.length === 0 ? sql`false` : sql.raw(`${kindColumn} in (${kinds.map((kind) => `'${kind}'`).join(', ')})`));
-    const allowed = kindIn(allowedKinds);
-    return sql`with ${key} as (
-        select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
-        where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)
-      select ${sql.raw(selected.map((name) => `${KEY}.${name}`).join(', '))},
+    // Only the kinds of key the access policy lets take every action of the plan get the data; for others the resolvers answer.
+    const allowed = keyKindIn(allowedKinds);
+    return sql`with ${keyTable()}
+      select ${KEY_COLUMNS},
         ${answer ? sql`answer.data` : plan ? sql`case when ${allowed} then ${jsonObject(entries as (readonly [ResponseKey, Piece])[])} end` : sql`null::text`} as data,
-        case when ${kindIn(markKinds)} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end as mark
-      from ${key}${answer ? sql` left join lateral ${answer.joined(allowed)} answer on true` : sql``}`;
+        ${keyMark(markKinds)} as mark
+      from ${sql.raw(KEY)}${answer ? sql` left join lateral ${answer.joined(allowed)} answer on true` : sql``}`;
   }
+}
+
+/** The caller's key row, as authenticate() looks it up (KEY_LOOKUP): the common table expression `api_key`, at most one row. */
+export function keyTable(): SQL {
+  const selected = Object.values(KEY_LOOKUP.columns).map((target) => `"${target.name}"`);
+  return sql`${sql.raw(KEY)} as (
+        select ${sql.raw(selected.join(', '))} from "${sql.raw(getTableName(KEY_LOOKUP.table))}"
+        where "${sql.raw(KEY_LOOKUP.tokenColumn.name)}" = ${TOKEN_PLACEHOLDER} and "${sql.raw(KEY_LOOKUP.revokedColumn.name)}" is null limit 1)`;
+}
+
+/** The key row's columns, as the statement selects them (compile.ts reads them by KEY_LOOKUP's names). */
+export const KEY_COLUMNS = sql.raw(
+  Object.values(KEY_LOOKUP.columns)
+    .map((target) => `${KEY}."${target.name}"`)
+    .join(', '),
+);
+
+/** The caller's workspace id, from the key row. */
+export const KEY_WORKSPACE = sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`);
+
+/** Whether the key is of one of these kinds. */
+export function keyKindIn(kinds: readonly ApiKeyKind[]): SQL {
+  return kinds.length === 0 ? sql`false` : sql.raw(`${KEY}."${KEY_LOOKUP.columns.kind.name}" in (${kinds.map((kind) => `'${kind}'`).join(', ')})`);
+}
+
+/** The workspace's change mark (domain/events.ts) for a key of these kinds, else null. */
+export function keyMark(markKinds: readonly ApiKeyKind[]): SQL {
+  return sql`case when ${keyKindIn(markKinds)} then ${sql.raw(workspaceChangeMarkSql(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`))} end`;
+}
+
+/** An object's JSON text, as a compiled read writes it, from the row `row` of its table. */
+export function objectJson(plan: ObjectPlan, row: string): SQL {
+  return new StatementWriter().object(plan, row);
 }
 
 /**

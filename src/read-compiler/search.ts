@@ -1,0 +1,154 @@
+import type { StatementScope } from '../db/deadline.js';
+import { sql, type Statement as SQL } from '../db/statement.js';
+import { searchCursorOf, searchedWordsOf, searchName, searchQuerySql, searchTables, snippetOf, type SearchedWords, type SqlTag } from '../domain/search.js';
+import type { ApiKeyKind } from '../domain/viewer.js';
+import type { ObjectPlan, ReadPlan, RootFieldPlan, SearchPlan } from './plan.js';
+import type { SelectionPlan as SelectionPlanOf } from './search-plan.js';
+import { KEY_COLUMNS, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson, TOKEN_PLACEHOLDER } from './sql.js';
+import { checkKey, digestOf, statementText, viewerOfRow, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
+
+type SelectionPlan = SelectionPlanOf<ObjectPlan>;
+
+/**
+ * A compiled search read: `searchMemories` (search-plan.ts) answered by one statement that
+ * authenticates the request, ranks the matches as searchMemories does (the same
+ * declaration, domain/search.ts searchTables, written with the compiler's builder) and
+ * writes each hit's memory as a compiled read writes it; then the snippets, scores and
+ * cursors are made from its rows by the domain's own functions, as the resolvers make
+ * them. test/compiled-reads.test.ts holds the answers to the resolvers'.
+ */
+
+const STATEMENT: SqlTag<SQL> = sql;
+
+/** The row alias of a hit's memory in the statement. */
+const HIT = 'hit';
+
+function nodeOf(fields: SelectionPlan): Extract<SelectionPlan[number], { kind: 'node' }> | undefined {
+  for (const field of fields) {
+    if (field.kind === 'node') return field;
+    if (field.kind === 'object') {
+      const inner = nodeOf(field.fields);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The statement: the key's columns and change mark on every row; for a key of the allowed
+ * kinds, the search's total and its query's tree, then one row per hit of the page (and
+ * one more), best first, with its memory's JSON and, when snippets are shown, its content.
+ */
+function searchStatementOf(plan: SearchPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
+  const allowed = keyKindIn(allowedKinds);
+  const tables = searchTables(STATEMENT, { workspace: KEY_WORKSPACE, from: sql.raw('api_key'), where: allowed }, plan.filter, plan.size, null);
+  // Every edge of the page selects the same node (plan.ts merges a key's selections).
+  const node = nodeOf(plan.fields);
+  return sql`with ${keyTable()}, ${tables}
+    select ${KEY_COLUMNS}, ${keyMark(markKinds)} as mark, stats.total,
+      case when ${allowed} then querytree(${searchQuerySql(STATEMENT, plan.filter.query)}) end as tree,
+      p.score, p.path, p.id, ${plan.snippets ? sql.raw(`${HIT}.content`) : sql`null::text`} as content, ${node ? objectJson(node.object, HIT) : sql`null::text`} as hit_json
+    from api_key
+      left join stats on ${allowed}
+      left join page p on true
+      left join memories ${sql.raw(HIT)} on ${sql.raw(HIT)}.workspace_id = ${KEY_WORKSPACE} and ${sql.raw(HIT)}.id = p.id
+    order by p.score desc nulls last, p.path asc, p.id asc`;
+}
+
+/** The JSON text of an object as `fields` select it from `value` (a field's value by its name; a node as the statement wrote it). */
+function writeObject(fields: SelectionPlan, value: Record<string, unknown>): string {
+  let text = '{';
+  fields.forEach((field, index) => {
+    text += `${index === 0 ? '' : ','}${JSON.stringify(field.key.alias ?? field.key.name)}:`;
+    if (field.kind === 'typename') text += JSON.stringify(field.typeName);
+    else if (field.kind === 'node') text += value.node as string;
+    else if (field.kind === 'leaf') text += JSON.stringify(value[field.key.name] ?? null);
+    else {
+      const inner = value[field.key.name];
+      text += Array.isArray(inner) ? `[${inner.map((item: Record<string, unknown>) => writeObject(field.fields, item)).join(',')}]` : writeObject(field.fields, inner as Record<string, unknown>);
+    }
+  });
+  return `${text}}`;
+}
+
+/** What the page's rows hold, as the connection's fields read it: the same values the resolvers serve. */
+function connectionOf(plan: SearchPlan, rows: Record<string, unknown>[], words: SearchedWords): Record<string, unknown> {
+  const hits = rows.filter((row) => row.id != null);
+  const search = searchName(plan.filter);
+  const edges = hits.slice(0, plan.size).map((row) => {
+    const score = Number(row.score);
+    return {
+      cursor: searchCursorOf(search, score, row.path as string, row.id as string),
+      score,
+      node: row.hit_json,
+      get snippet() {
+        return snippetOf(row.content as string, words);
+      },
+    };
+  });
+  return {
+    totalCount: Number(rows[0]!.total),
+    pageInfo: { hasNextPage: hits.length > plan.size, hasPreviousPage: false, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+    edges,
+  };
+}
+
+/** About the memory of a compiled search besides its parameters: itself, its plan and its filter's text. */
+const SEARCH_READ_BYTES = 2048;
+
+export class CompiledSearch implements CompiledRead {
+  private shapeText: string | null = null;
+
+  private constructor(
+    private readonly runners: StatementRunners,
+    private readonly statement: StatementText,
+    private readonly params: unknown[],
+    private readonly allowed: ApiKeyKind[],
+    private readonly marked: ApiKeyKind[],
+    private readonly root: RootFieldPlan[],
+    private readonly plan: SearchPlan,
+  ) {}
+
+  /** The compiled read of a plan whose root is one search (and names of the root type), or null for any other plan. */
+  static of(runners: StatementRunners, plan: ReadPlan, allowed: ApiKeyKind[], marked: ApiKeyKind[]): CompiledSearch | null {
+    const searches = plan.fields.filter((field) => field.kind === 'search');
+    if (searches.length !== 1 || plan.fields.some((field) => field.kind !== 'search' && field.kind !== 'typename')) return null;
+    const search = searches[0]!.search;
+    const { text, params } = searchStatementOf(search, allowed, marked).toQuery();
+    return new CompiledSearch(runners, statementText(text), params, allowed, marked, plan.fields, search);
+  }
+
+  async read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
+    const values = this.params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
+    const rows = await this.runners.run(this.statement.text, values, { prepare: this.statement.kept, scope });
+    const first = rows[0];
+    if (!first) return null;
+    const viewer = viewerOfRow(first);
+    // Another kind of key, or a query without words to find (INVALID_REQUEST): the resolvers answer.
+    const words = first.tree == null ? null : searchedWordsOf(first.tree);
+    if (!words) return { viewer, data: null, mark: null };
+    let data = '{';
+    this.root.forEach((field, index) => {
+      data += `${index === 0 ? '' : ','}${JSON.stringify(field.key.alias ?? field.key.name)}:`;
+      data += field.kind === 'search' ? writeObject(this.plan.fields, connectionOf(this.plan, rows, words)) : JSON.stringify('Query');
+    });
+    return { viewer, data: `${data}}`, mark: (first.mark as string | null) ?? null };
+  }
+
+  check(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
+    return checkKey(this.runners, this.allowed, this.marked, tokenSha256, scope);
+  }
+
+  /** The statement and its parameters, and what the answer selects besides the nodes (which the statement writes). */
+  get shape(): string {
+    if (this.shapeText === null) {
+      const selected = JSON.stringify([this.root.map((field) => [field.key, field.kind]), this.plan.fields], (key, value: unknown) => (key === 'object' ? null : value));
+      this.shapeText = `${digestOf(this.statement)} ${JSON.stringify(this.params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))} ${selected}`;
+    }
+    return this.shapeText;
+  }
+
+  get bytes(): number {
+    return SEARCH_READ_BYTES + 128 * this.params.length + 4 * (this.plan.filter.query.length + (this.plan.filter.pathPrefix?.length ?? 0)) + (this.statement.kept ? 0 : 4 * this.statement.text.length);
+  }
+}
