@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parse, type OperationDefinitionNode } from 'graphql';
 import { createApp } from '../src/app.js';
+import { authenticate, hashToken } from '../src/domain/api-keys.js';
+import { schema } from '../src/graphql/schema.js';
+import { compileRead } from '../src/read-compiler/compile.js';
 import { countStatements, recordStatements } from '../src/db/statement-count.js';
 import { archiveStore, createMemory, createStore, deleteMemory, newPair, startSession, updateMemory } from './support/builders.js';
 import { TestClient, useTestServer } from './support/server.js';
@@ -299,7 +303,7 @@ describe('reads compiled to one SQL statement', () => {
     }
   });
 
-  it('answer a search\'s first page as the resolvers do, byte for byte, in one statement: hits, scores, snippets, cursors, counts, nodes', async () => {
+  it('answer a search\'s pages as the resolvers do, byte for byte, in one statement each: hits, scores, snippets, cursors, counts, nodes', async () => {
     const query = `query ($query: String!, $store: ID, $prefix: String, $first: Int) { __typename
       found: searchMemories(query: $query, memoryStoreId: $store, pathPrefix: $prefix, first: $first) { __typename totalCount
         pageInfo { __typename hasNextPage hasPreviousPage startCursor endCursor }
@@ -334,6 +338,18 @@ describe('reads compiled to one SQL statement', () => {
       expect(compiled, JSON.stringify(variables)).toBe(await body(both.resolvers, variables));
     }
     expect(JSON.parse(await body(both.compiled, { query: 'content' })).data.found.totalCount).toBeGreaterThan(5);
+    // Page by page, each after the last one's cursor, to the end: one statement each, the resolvers' pages.
+    const paged = query.replace('$first: Int)', '$first: Int, $after: String)').replace('first: $first)', 'first: $first, after: $after)');
+    let after: string | null = null;
+    let pages = 0;
+    do {
+      const answer = await expectSameAnswer(paged, { query: 'content or bulk', first: 4, after }, 1);
+      expect(answer.data.found.pageInfo.hasPreviousPage).toBe(after !== null);
+      after = answer.data.found.pageInfo.hasNextPage ? answer.data.found.pageInfo.endCursor : null;
+      pages += 1;
+    } while (after !== null && pages < 20);
+    expect(pages).toBeGreaterThan(5);
+    expect(after).toBeNull();
     // A query without words: the compiled statement leaves the refusal to the resolvers.
     await expectSameAnswer(query, { query: '-content' });
     // An IDENTITY key may not search: the resolvers' FORBIDDEN.
@@ -342,6 +358,20 @@ describe('reads compiled to one SQL statement', () => {
     });
     const refused = await server.anonymous(identity.data.createApiKey.token).send({ query, variables: { query: 'content' } });
     expect(refused.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+  });
+
+  it('identify the key of a search by its own columns: the viewer is the key, with or without hits', async () => {
+    const key = await authenticate(server.database.handle.db, both.compiled.token!);
+    const query = 'query ($q: String!) { searchMemories(query: $q, first: 3) { edges { node { id } } } }';
+    const document = parse(query);
+    const operation = document.definitions[0] as OperationDefinitionNode;
+    for (const q of ['content', 'nothingmatchesthis']) {
+      const read = compileRead(schema, document, operation, { q }, server.database.handle.run!)!;
+      expect(read, q).not.toBeNull();
+      const answer = await read.read(hashToken(both.compiled.token!));
+      expect(answer!.viewer, q).toEqual(key);
+      expect(answer!.data, q).not.toBeNull();
+    }
   });
 
   it('agree with the resolvers on random searches, filters and page sizes (property)', async () => {

@@ -7,6 +7,7 @@ import { schema } from '../src/graphql/schema.js';
 import { MAX_KEYS_PER_OBJECT, planRead, type ReadPlan } from '../src/read-compiler/plan.js';
 import { keyKindsOf } from '../src/read-compiler/compile.js';
 import { SEARCH_FIELD, SEARCH_SHAPE } from '../src/read-compiler/search-plan.js';
+import { searchCursorOf, searchName } from '../src/domain/search.js';
 import { statementOf, TOKEN_PLACEHOLDER } from '../src/read-compiler/sql.js';
 
 // The read compiler without a database: the plan step's structure and refusals, the SQL
@@ -145,6 +146,12 @@ describe('the plan step of the read compiler', () => {
     const bare = plan('{ searchMemories(query: "fox") { edges { node { id } } } }')!.fields[0]!;
     expect(bare.kind === 'search' && bare.search.snippets).toBe(false);
     expect(bare.kind === 'search' && bare.search.size).toBe(DEFAULT_PAGE_SIZE);
+    expect(bare.kind === 'search' && bare.search.after).toBeNull();
+    // A later page: after a cursor of the same search (another search's is the resolvers' to refuse).
+    const cursor = searchCursorOf(searchName({ query: 'fox' }), 1.5, 'a.md', MEMORY_ID);
+    const later = plan('query ($after: String) { searchMemories(query: "fox", after: $after) { edges { node { id } } } }', { after: cursor })!.fields[0]!;
+    expect(later.kind === 'search' && later.search.after).toEqual({ score: 1.5, path: 'a.md', id: MEMORY_ID });
+    expect(plan('query ($after: String) { searchMemories(query: "dog", after: $after) { edges { node { id } } } }', { after: cursor })).toBeNull();
   });
 
   it('leaves to the resolvers a search they refuse, a later page, and what the search plan does not cover', () => {

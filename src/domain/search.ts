@@ -215,6 +215,21 @@ export function searchCursorOf(search: string, score: number, path: string, id: 
   return Buffer.from(JSON.stringify(['search', search, score, path, id]), 'utf8').toString('base64url');
 }
 
+/** Where a cursor of the search named `search` continues, or null when it is not one (another search's, or no cursor at all). */
+export function searchCursorFrom(search: string, cursor: string): SearchCursor | null {
+  let parsed: unknown;
+  try {
+    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 'search' || parsed[1] !== search) return null;
+  const [, , score, path, id] = parsed as unknown[];
+  if (typeof score !== 'number' || !Number.isFinite(score) || typeof path !== 'string' || !path.isWellFormed() || path.includes('\u0000') || typeof id !== 'string' || !isIdOfKind(id, 'memory')) return null;
+  return { score, path, id };
+}
+
 // ---------------------------------------------------------------------------------------
 // Snippets
 

@@ -18,8 +18,8 @@ export type { ObjectTypeName, ResponseKey } from './readable.js';
  * forward with `first`, their counts — with no SQL in it (sql.ts writes the statement).
  * Covered: stores, their memories and the memories' versions, from `memoryStores`,
  * `memoryStore(id)` and `memory(id)`, a store's folder level (`entries(folder:)`, whose
- * nodes are folders or memories), and the first page of `searchMemories`
- * (search-plan.ts); plain fields, `edges { node }`, `pageInfo { hasNextPage
+ * nodes are folders or memories), and a page of `searchMemories` (search-plan.ts);
+ * plain fields, `edges { node }`, `pageInfo { hasNextPage
  * hasPreviousPage }`, `totalCount`, `__typename`, fragments on the very type (and on a
  * union's members), the same plain field twice. Anything else — another field, a cursor,
  * an argument beyond `first` and the plain filters, a directive, a repeated response key —

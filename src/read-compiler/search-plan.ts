@@ -1,13 +1,14 @@
 import type { FieldNode, SelectionSetNode } from 'graphql';
 import type { WorkspaceAction } from '../domain/access.js';
 import { PATH_MAX_BYTES, SEARCH_SNIPPET_MAX_LENGTH } from '../domain/limits.js';
-import { checkSearchFilter, type SearchFilter } from '../domain/search.js';
+import { checkSearchFilter, searchCursorFrom, searchName, type SearchCursor, type SearchFilter } from '../domain/search.js';
 import { keyOf, pageSize, SHORT_FIELD_BYTES, unsupported, type ObjectTypeName, type ResponseKey } from './readable.js';
 
 /**
- * The plan of `searchMemories` in a compiled read (search.ts answers it): the first page of
- * a search — `query`, `first` and the `memoryStoreId` and `pathPrefix` filters; a cursor
- * (`after`) is left to the resolvers — and what the answer selects of its connection. The
+ * The plan of `searchMemories` in a compiled read (search.ts answers it): a page of a
+ * search — `query`, `first`, the `memoryStoreId` and `pathPrefix` filters and `after` (a
+ * cursor of the same search; any other is the resolvers' to refuse) — and what the answer
+ * selects of its connection. The
  * hits' nodes are planned as any Memory is (plan.ts) and written by the statement; the
  * rest (scores, snippets, cursors, pageInfo, totalCount) is written from the statement's
  * rows by the domain's own functions (domain/search.ts), in the shape declared here.
@@ -69,6 +70,7 @@ export type SelectionPlan<Node> = (
 export interface SearchPlan<Node> {
   filter: SearchFilter;
   size: number;
+  after: SearchCursor | null;
   fields: SelectionPlan<Node>;
   /** Whether the answer shows a snippet (the statement then reads the hits' content). */
   snippets: boolean;
@@ -85,7 +87,7 @@ export interface SearchPlanner<Node> {
   object(typeName: ObjectTypeName, selectionSet: SelectionSetNode | undefined): Node;
 }
 
-const SEARCH_ARGUMENTS = new Set(['query', 'first', 'memoryStoreId', 'pathPrefix']);
+const SEARCH_ARGUMENTS = new Set(['query', 'first', 'memoryStoreId', 'pathPrefix', 'after']);
 
 export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode): SearchPlan<Node> {
   planner.needs({ type: 'memories.read' });
@@ -101,6 +103,8 @@ export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode)
     unsupported();
   }
   const size = pageSize(args);
+  if (args.after != null && typeof args.after !== 'string') unsupported();
+  const after = args.after == null ? null : (searchCursorFrom(searchName(filter), args.after as string) ?? unsupported());
   let snippets = false;
   const select = (selectionSet: SelectionSetNode | undefined, shape: Shape): SelectionPlan<Node> =>
     planner.fields(selectionSet, shape.typeName!).map((selected) => {
@@ -121,5 +125,5 @@ export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode)
       return { key, kind: 'object', fields };
     });
   const fields = select(field.selectionSet, SEARCH_SHAPE);
-  return { filter, size, fields, snippets };
+  return { filter, size, after, fields, snippets };
 }

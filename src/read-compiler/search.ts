@@ -41,13 +41,13 @@ function nodeOf(fields: SelectionPlan): Extract<SelectionPlan[number], { kind: '
  */
 function searchStatementOf(plan: SearchPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
   const allowed = keyKindIn(allowedKinds);
-  const tables = searchTables(STATEMENT, { workspace: KEY_WORKSPACE, from: sql.raw('api_key'), where: allowed }, plan.filter, plan.size, null);
+  const tables = searchTables(STATEMENT, { workspace: KEY_WORKSPACE, from: sql.raw('api_key'), where: allowed }, plan.filter, plan.size, plan.after);
   // Every edge of the page selects the same node (plan.ts merges a key's selections).
   const node = nodeOf(plan.fields);
   return sql`with ${keyTable()}, ${tables}
-    select ${KEY_COLUMNS}, ${keyMark(markKinds)} as mark, stats.total,
+    select ${KEY_COLUMNS}, ${keyMark(markKinds)} as mark, stats.total, stats.behind,
       case when ${allowed} then querytree(${searchQuerySql(STATEMENT, plan.filter.query)}) end as tree,
-      p.score, p.path, p.id, ${plan.snippets ? sql.raw(`${HIT}.content`) : sql`null::text`} as content, ${node ? objectJson(node.object, HIT) : sql`null::text`} as hit_json
+      p.score as hit_score, p.path as hit_path, p.id as hit_id, ${plan.snippets ? sql.raw(`${HIT}.content`) : sql`null::text`} as content, ${node ? objectJson(node.object, HIT) : sql`null::text`} as hit_json
     from api_key
       left join stats on ${allowed}
       left join page p on true
@@ -71,14 +71,17 @@ function writeObject(fields: SelectionPlan, value: Record<string, unknown>): str
   return `${text}}`;
 }
 
+/** A boolean column's value, as a database's runner gives it (true, or PostgreSQL's text 't'). */
+const isTrue = (value: unknown) => value === true || value === 't';
+
 /** What the page's rows hold, as the connection's fields read it: the same values the resolvers serve. */
 function connectionOf(plan: SearchPlan, rows: Record<string, unknown>[], words: SearchedWords): Record<string, unknown> {
-  const hits = rows.filter((row) => row.id != null);
+  const hits = rows.filter((row) => row.hit_id != null);
   const search = searchName(plan.filter);
   const edges = hits.slice(0, plan.size).map((row) => {
-    const score = Number(row.score);
+    const score = Number(row.hit_score);
     return {
-      cursor: searchCursorOf(search, score, row.path as string, row.id as string),
+      cursor: searchCursorOf(search, score, row.hit_path as string, row.hit_id as string),
       score,
       node: row.hit_json,
       get snippet() {
@@ -88,7 +91,7 @@ function connectionOf(plan: SearchPlan, rows: Record<string, unknown>[], words: 
   });
   return {
     totalCount: Number(rows[0]!.total),
-    pageInfo: { hasNextPage: hits.length > plan.size, hasPreviousPage: false, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+    pageInfo: { hasNextPage: hits.length > plan.size, hasPreviousPage: plan.after !== null && isTrue(rows[0]!.behind), startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
     edges,
   };
 }

@@ -1,9 +1,7 @@
-import { isIdOfKind } from '../../domain/ids.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, SEARCH_QUERY_MAX_CHARACTERS, SEARCH_SNIPPET_MAX_LENGTH } from '../../domain/limits.js';
-import { searchCursorOf, searchMemories, searchName, type SearchCursor, type SearchFilter, type SearchHit, type SearchSnippet, type TextRange } from '../../domain/search.js';
+import { searchCursorFrom, searchCursorOf, searchMemories, searchName, type SearchCursor, type SearchFilter, type SearchHit, type SearchSnippet, type TextRange } from '../../domain/search.js';
 import { builder } from '../builder.js';
 import { invalidRequest } from '../errors.js';
-import { parseCursorJson } from '../pagination.js';
 import { MemoryRef } from './refs.js';
 
 // ---------------------------------------------------------------------------------------
@@ -65,12 +63,9 @@ function encodeCursor(search: string, hit: SearchHit): string {
 }
 
 function decodeCursor(search: string, cursor: string): SearchCursor {
-  const refuse = () => invalidRequest('"after" is not a cursor of this search: use a cursor returned by searchMemories with the same query and filters.');
-  const parsed = parseCursorJson(cursor, refuse);
-  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 'search' || parsed[1] !== search) throw refuse();
-  const [, , score, path, id] = parsed as unknown[];
-  if (typeof score !== 'number' || !Number.isFinite(score) || typeof path !== 'string' || !path.isWellFormed() || path.includes('\u0000') || typeof id !== 'string' || !isIdOfKind(id, 'memory')) throw refuse();
-  return { score, path, id };
+  const after = searchCursorFrom(search, cursor);
+  if (!after) throw invalidRequest('"after" is not a cursor of this search: use a cursor returned by searchMemories with the same query and filters.');
+  return after;
 }
 
 builder.queryField('searchMemories', (t) =>
