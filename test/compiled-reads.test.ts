@@ -295,6 +295,12 @@ describe('reads compiled to one SQL statement', () => {
       '{ a: searchMemories(query: "content") { totalCount } b: searchMemories(query: "updated") { totalCount } }',
       '{ searchMemories(query: "content") { edges { node { id latestVersion { id } } } } }',
       '{ searchMemories(query: "content") { edges { snippet { text @skip(if: false) } } } }',
+      // The hit's memory selected twice, under two aliases of node or of edges.
+      '{ searchMemories(query: "content") { edges { a: node { id } b: node { path } } } }',
+      '{ searchMemories(query: "content") { x: edges { node { id } } y: edges { node { path } } } }',
+      // An alias longer than the worst bytes count.
+      `{ memoryStores(first: 2) { edges { node { ${'a'.repeat(33)}: id } } } }`,
+      `{ searchMemories(query: "content") { edges { node { id } snippet { matches { ${'s'.repeat(33)}: start } } } } }`,
     ]) {
       // No compiled statement ran: the resolvers answered.
       const { statements } = await recordStatements(() => both.compiled.send({ query }));

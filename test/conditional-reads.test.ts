@@ -237,7 +237,7 @@ describe('a polled answer', () => {
     expect(await count({ first: 1 })).toBe(1);
   });
 
-  it('is answered 304 for a polled search while nothing changed, and never across searches that differ only in what they select', async () => {
+  it('is answered 304 for a polled search while nothing changed, and never across searches that differ only in what they select or in how they are written', async () => {
     const client = await server.newWorkspace();
     const store = await createStore(client);
     const memory = await createMemory(client, store.id, { path: 'fox.md', content: 'the quick brown fox' });
@@ -253,6 +253,19 @@ describe('a polled answer', () => {
     const more = await poll(client, { query: 'query ($q: String!) { searchMemories(query: $q) { totalCount edges { cursor score node { id contentSha256 } } } }', variables: { q: 'fox' }, ifNoneMatch: first.tag! });
     expect(more.status).toBe(200);
     expect(new Set([first.tag, other.tag, more.tag]).size).toBe(3);
+    // Searches written apart that read alike are still other searches: their cursors name each.
+    await createMemory(client, store.id, { path: 'project-alpha.md', content: 'project alpha notes' });
+    const cursors = 'query ($q: String!, $prefix: String) { searchMemories(query: $q, pathPrefix: $prefix) { pageInfo { endCursor } edges { cursor } } }';
+    for (const [one, other] of [
+      [{ q: 'project-alpha' }, { q: 'project.alpha' }],
+      [{ q: 'project alpha' }, { q: 'project alpha', prefix: '' }],
+    ]) {
+      const asked = await poll(client, { query: cursors, variables: one });
+      expect(asked.tag).not.toBeNull();
+      const alike = await poll(client, { query: cursors, variables: other, ifNoneMatch: asked.tag! });
+      expect(alike.status, JSON.stringify(other)).toBe(200);
+      expect(JSON.parse(alike.body).data.searchMemories.pageInfo.endCursor).not.toBe(JSON.parse(asked.body).data.searchMemories.pageInfo.endCursor);
+    }
     // A write: a new answer, with a new tag.
     await updateMemory(client, { id: memory.id, content: 'the quick brown fox jumps' });
     const changed = await poll(client, { query, variables: { q: 'fox' }, ifNoneMatch: first.tag! });

@@ -119,6 +119,12 @@ describe('the plan step of the read compiler', () => {
     expect(plan(query)).toBeNull();
   });
 
+  it('leaves aliases longer than the worst bytes count to the resolvers', () => {
+    expect(plan(`{ memoryStores(first: 100) { edges { node { ${'a'.repeat(32)}: id } } } }`)).not.toBeNull();
+    expect(plan(`{ memoryStores(first: 100) { edges { node { ${'a'.repeat(33)}: id } } } }`)).toBeNull();
+    expect(plan(`{ searchMemories(query: "fox") { edges { ${'e'.repeat(33)}: score } } }`)).toBeNull();
+  });
+
   it(`leaves objects of more than ${MAX_KEYS_PER_OBJECT} keys to the resolvers`, () => {
     const fields = (count: number) => Array.from({ length: count }, (_, index) => `k${index}: id`).join(' ');
     expect(plan(`{ memoryStore(id: "${STORE_ID}") { ${fields(MAX_KEYS_PER_OBJECT)} } }`)).not.toBeNull();

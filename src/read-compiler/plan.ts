@@ -8,7 +8,7 @@ import type { PathRange } from '../domain/memories/reads.js';
 import type { KeysetOrdering } from '../domain/pagination.js';
 import { EXPOSED_FIELDS, type ExposedField } from '../graphql/exposed-fields.js';
 import { planSearch, SEARCH_FIELD, type SearchPlan as SearchPlanOf } from './search-plan.js';
-import { ENTRIES, keyOf, NESTED_LISTS, OBJECT_ACTIONS, pageSize, PAGING, SHORT_FIELD_BYTES, SINGLES, STORES, Unsupported, unsupported, type ListSpec, type ObjectTypeName, type ResponseKey } from './readable.js';
+import { ENTRIES, keyOf, MAX_COMPILED_ALIAS_CHARACTERS, NESTED_LISTS, OBJECT_ACTIONS, pageSize, PAGING, SHORT_FIELD_BYTES, SINGLES, STORES, Unsupported, unsupported, type ListSpec, type ObjectTypeName, type ResponseKey } from './readable.js';
 
 export type { ObjectTypeName, ResponseKey } from './readable.js';
 
@@ -103,9 +103,11 @@ export const MAX_KEYS_PER_OBJECT = 50;
 /**
  * Adds a field to the fields selected, by response key. The same key twice is merged as
  * GraphQL merges it when both are the same plain field (no arguments, no selection: one
- * value, at the first one's place); anything else is left to the resolvers.
+ * value, at the first one's place); anything else, and a longer alias than the worst bytes
+ * count (readable.ts), is left to the resolvers.
  */
 function addField(into: Map<string, FieldNode>, field: FieldNode): void {
+  if (field.alias && field.alias.value.length > MAX_COMPILED_ALIAS_CHARACTERS) unsupported();
   const key = field.alias?.value ?? field.name.value;
   const known = into.get(key);
   if (known === undefined) into.set(key, field);

@@ -54,6 +54,14 @@ export interface ResponseKey {
 /** Ids, numbers, instants, enums, names of types, and each field's key: the most bytes each adds to an answer. */
 export const SHORT_FIELD_BYTES = 80;
 
+/**
+ * The longest alias a compiled read writes. The worst bytes of an answer count each key
+ * within SHORT_FIELD_BYTES, but an alias may be as long as the request allows, and is written
+ * once per item of every page around it: a longer one is left to the resolvers, whose
+ * response budget counts the bytes they write.
+ */
+export const MAX_COMPILED_ALIAS_CHARACTERS = 32;
+
 /** A page's size: `first`, or the default. Out-of-range sizes are refused by the resolvers, with their message. */
 export function pageSize(args: Record<string, unknown>): number {
   const size = args.first ?? DEFAULT_PAGE_SIZE;

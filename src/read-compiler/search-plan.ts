@@ -87,6 +87,11 @@ export interface SearchPlanner<Node> {
   object(typeName: ObjectTypeName, selectionSet: SelectionSetNode | undefined): Node;
 }
 
+/** How many times a selection selects the hit's memory. */
+function nodeFields<Node>(fields: SelectionPlan<Node>): number {
+  return fields.reduce((count, field) => count + (field.kind === 'node' ? 1 : field.kind === 'object' ? nodeFields(field.fields) : 0), 0);
+}
+
 const SEARCH_ARGUMENTS = new Set(['query', 'first', 'memoryStoreId', 'pathPrefix', 'after']);
 
 export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode): SearchPlan<Node> {
@@ -125,5 +130,7 @@ export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode)
       return { key, kind: 'object', fields };
     });
   const fields = select(field.selectionSet, SEARCH_SHAPE);
+  // The statement writes one memory per hit: a second selection of it (another alias of `node` or of `edges`) is the resolvers' to answer.
+  if (nodeFields(fields) > 1) unsupported();
   return { filter, size, after, fields, snippets };
 }

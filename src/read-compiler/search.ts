@@ -42,7 +42,7 @@ function nodeOf(fields: SelectionPlan): Extract<SelectionPlan[number], { kind: '
 function searchStatementOf(plan: SearchPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
   const allowed = keyKindIn(allowedKinds);
   const tables = searchTables(STATEMENT, { workspace: KEY_WORKSPACE, from: sql.raw('api_key'), where: allowed }, plan.filter, plan.size, plan.after);
-  // Every edge of the page selects the same node (plan.ts merges a key's selections).
+  // The hit's memory, selected once at most (search-plan.ts declines more).
   const node = nodeOf(plan.fields);
   return sql`with ${keyTable()}, ${tables}
     select ${KEY_COLUMNS}, ${keyMark(markKinds)} as mark, stats.total, stats.behind,
@@ -142,11 +142,15 @@ export class CompiledSearch implements CompiledRead {
     return checkKey(this.runners, this.allowed, this.marked, tokenSha256, scope);
   }
 
-  /** The statement and its parameters, and what the answer selects besides the nodes (which the statement writes). */
+  /**
+   * The statement and its parameters, what the answer selects besides the nodes (which the
+   * statement writes), and the search's name, which its cursors carry: searches written
+   * apart may read alike ("project-alpha" and "project.alpha"; no prefix and "").
+   */
   get shape(): string {
     if (this.shapeText === null) {
       const selected = JSON.stringify([this.root.map((field) => [field.key, field.kind]), this.plan.fields], (key, value: unknown) => (key === 'object' ? null : value));
-      this.shapeText = `${digestOf(this.statement)} ${JSON.stringify(this.params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))} ${selected}`;
+      this.shapeText = `${digestOf(this.statement)} ${JSON.stringify(this.params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))} ${selected} ${searchName(this.plan.filter)}`;
     }
     return this.shapeText;
   }
