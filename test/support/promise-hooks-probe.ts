@@ -33,9 +33,9 @@ const written = await graphql(
 );
 statuses.write = written.status;
 const memoryId = written.body.data.createMemory.memory.id as string;
-// A compiled read, twice (the second as a polling dashboard would send it), and one the resolvers answer in a snapshot.
+// A compiled read, twice (the second as a polling dashboard would send it), and one the resolvers answer in a snapshot (latestVersion is theirs).
 statuses.compiledRead = (await graphql('query ($id: ID!) { memory(id: $id) { id path content } }', { id: memoryId })).status;
-statuses.resolverRead = (await graphql('{ searchMemories(query: "hello", first: 5) { edges { node { id versions(first: 2) { edges { node { id } } } } } } }')).status;
+statuses.resolverRead = (await graphql('{ searchMemories(query: "hello", first: 5) { edges { node { id latestVersion { id } versions(first: 2) { edges { node { id } } } } } } }')).status;
 const rest = new RestClient(app, token);
 statuses.restRead = (await rest.send('GET', `/memory_stores/${storeId}/memories`)).status;
 statuses.restWrite = (await rest.send('POST', '/memory_stores', { json: { name: 'hooks again' }, headers: { 'idempotency-key': 'probe-1' } })).status;
