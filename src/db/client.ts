@@ -82,11 +82,16 @@ export interface DatabaseHandle {
  * Default number of PostgreSQL connections one process may open for requests
  * (MEMSTORE_DB_POOL_SIZE). A read the resolvers answer holds its connection for its whole
  * snapshot, so many such reads at once need many; one-statement reads and writes need few,
- * as statements beyond the open connections are pipelined on them. Measured with `npm run
- * bench` (one run, 10 against 20): one-statement reads 8–14 % faster at 10, folder listings
- * 13 % slower and the dashboard's p99 1.9 × as long; so 20, split as poolSizes() says.
+ * as statements beyond the open connections are pipelined on them, and every backend more
+ * competes for the database's cores. Measured with `npm run bench` (server and PostgreSQL
+ * sharing one core, 32 clients; 2026-12-06, alternated runs): updates and creates at 10
+ * 0.99 and 0.98 × the hand-written baseline's throughput (p99 1.30 and 1.34 ×), at 12 0.91
+ * and 0.96 ×, at 20 0.79–0.80 and 0.83 × (p99 1.50–1.57 ×): the backends of 15 writers
+ * preempted each other and the server. The reads, split as poolSizes() says, kept their
+ * ratios at 10 (the dashboard 1.29 ×, one memory 0.83 ×, a search 0.90 ×, every p99 ≤ 1.26
+ * ×). An earlier measurement, before the split, found folder listings slower at 10 and chose 20.
  */
-export const DEFAULT_DB_POOL_SIZE = 20;
+export const DEFAULT_DB_POOL_SIZE = 10;
 
 /**
  * How a pool of `size` connections is split. Compiled reads (one statement each, that never
