@@ -4,7 +4,7 @@ import { searchCursorOf, searchedWordsOf, searchName, searchQuerySql, searchTabl
 import type { ApiKeyKind } from '../domain/viewer.js';
 import type { ObjectPlan, ReadPlan, RootFieldPlan, SearchPlan } from './plan.js';
 import type { SelectionPlan as SelectionPlanOf } from './search-plan.js';
-import { KEY_COLUMNS, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson, TOKEN_PLACEHOLDER } from './sql.js';
+import { KEY_COLUMNS, KEY_ROW, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson, TOKEN_PLACEHOLDER } from './sql.js';
 import { checkKey, digestOf, statementText, viewerOfRow, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 type SelectionPlan = SelectionPlanOf<ObjectPlan>;
@@ -41,14 +41,14 @@ function nodeOf(fields: SelectionPlan): Extract<SelectionPlan[number], { kind: '
  */
 function searchStatementOf(plan: SearchPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
   const allowed = keyKindIn(allowedKinds);
-  const tables = searchTables(STATEMENT, { workspace: KEY_WORKSPACE, from: sql.raw('api_key'), where: allowed }, plan.filter, plan.size, plan.after);
+  const tables = searchTables(STATEMENT, { workspace: KEY_WORKSPACE, from: KEY_ROW, where: allowed }, plan.filter, plan.size, plan.after);
   // The hit's memory, selected once at most (search-plan.ts declines more).
   const node = nodeOf(plan.fields);
   return sql`with ${keyTable()}, ${tables}
     select ${KEY_COLUMNS}, ${keyMark(markKinds)} as mark, stats.total, stats.behind,
       case when ${allowed} then querytree(${searchQuerySql(STATEMENT, plan.filter.query)}) end as tree,
       p.score as hit_score, p.path as hit_path, p.id as hit_id, ${plan.snippets ? sql.raw(`${HIT}.content`) : sql`null::text`} as content, ${node ? objectJson(node.object, HIT) : sql`null::text`} as hit_json
-    from api_key
+    from ${KEY_ROW}
       left join stats on ${allowed}
       left join page p on true
       left join memories ${sql.raw(HIT)} on ${sql.raw(HIT)}.workspace_id = ${KEY_WORKSPACE} and ${sql.raw(HIT)}.id = p.id

@@ -318,6 +318,9 @@ export const KEY_COLUMNS = sql.raw(
     .join(', '),
 );
 
+/** The key row, as a statement's FROM names it. */
+export const KEY_ROW = sql.raw(KEY);
+
 /** The caller's workspace id, from the key row. */
 export const KEY_WORKSPACE = sql.raw(`${KEY}."${KEY_LOOKUP.columns.workspaceId.name}"`);
 
