@@ -215,3 +215,13 @@ export async function fetchPagesByParent<Row>(
   });
   return new Map(parentIds.map((id) => [id, pages.get(id) ?? EMPTY_PAGE]));
 }
+
+/** A cursor's JSON (base64url of a JSON text), or undefined for anything that is not one. */
+export function cursorJson(cursor: string): unknown {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
+  try {
+    return JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

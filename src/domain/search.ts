@@ -6,6 +6,7 @@ import { InvalidRequestError } from './errors.js';
 import { isIdOfKind } from './ids.js';
 import { SEARCH_QUERY_MAX_CHARACTERS, SEARCH_SNIPPET_MAX_LENGTH } from './limits.js';
 import { pathPrefixRange } from './memories/reads.js';
+import { cursorJson } from './pagination.js';
 import { memoryRecordOfRow, type MemorySummary } from './memories/records.js';
 import { characterCount, isStorableText } from './validation.js';
 import type { Viewer } from './viewer.js';
@@ -217,13 +218,7 @@ export function searchCursorOf(search: string, score: number, path: string, id: 
 
 /** Where a cursor of the search named `search` continues, or null when it is not one (another search's, or no cursor at all). */
 export function searchCursorFrom(search: string, cursor: string): SearchCursor | null {
-  let parsed: unknown;
-  try {
-    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    return null;
-  }
+  const parsed = cursorJson(cursor);
   if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 'search' || parsed[1] !== search) return null;
   const [, , score, path, id] = parsed as unknown[];
   if (typeof score !== 'number' || !Number.isFinite(score) || typeof path !== 'string' || !path.isWellFormed() || path.includes('\u0000') || typeof id !== 'string' || !isIdOfKind(id, 'memory')) return null;

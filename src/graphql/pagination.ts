@@ -1,5 +1,5 @@
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/limits.js';
-import { keyOf, type KeysetOrdering, type KeyValue, type Page, type PageWindow } from '../domain/pagination.js';
+import { cursorJson, keyOf, type KeysetOrdering, type KeyValue, type Page, type PageWindow } from '../domain/pagination.js';
 import { invalidRequest } from './errors.js';
 import { isSupportedInstant } from './scalars.js';
 
@@ -22,12 +22,9 @@ export function encodeCursor<Row>(ordering: KeysetOrdering<Row>, row: Row): stri
 
 /** A cursor's JSON (base64url of a JSON text), or `refuse()` thrown for anything that is not one. */
 export function parseCursorJson(cursor: string, refuse: () => Error): unknown {
-  try {
-    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw refuse();
-    return JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw refuse();
-  }
+  const parsed = cursorJson(cursor);
+  if (parsed === undefined) throw refuse();
+  return parsed;
 }
 
 function decodeCursor<Row>(ordering: KeysetOrdering<Row>, cursor: string, argument: string): KeyValue[] {

@@ -7,8 +7,8 @@ import { MAX_RESPONSE_BYTES } from '../domain/limits.js';
 import type { ApiKeyKind } from '../domain/viewer.js';
 import { planRead, type ReadPlan } from './plan.js';
 import { CompiledSearch } from './search.js';
-import { statementOf, TOKEN_PLACEHOLDER } from './sql.js';
-import { checkKey, digestOf, runnersOf, runStatement, statementText, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
+import { statementOf } from './sql.js';
+import { checkKey, runnersOf, runStatement, statementShape, statementText, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 /**
  * Reads compiled to one SQL statement that builds the response's JSON in PostgreSQL, as a
@@ -164,7 +164,7 @@ class CompiledStatement implements CompiledRead {
   }
 
   get shape(): string {
-    return (this.shapeText ??= `${digestOf(this.statement)} ${JSON.stringify(this.params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))}`);
+    return (this.shapeText ??= statementShape(this.statement, this.params));
   }
 
   /** Itself, its parameters and shape; the text too, unless kept once for all. */

@@ -69,11 +69,15 @@ export type SelectionPlan<Node> = (
 
 export interface SearchPlan<Node> {
   filter: SearchFilter;
+  /** The search's name (domain/search.ts searchName), which its cursors carry. */
+  name: string;
   size: number;
   after: SearchCursor | null;
   fields: SelectionPlan<Node>;
   /** Whether the answer shows a snippet (the statement then reads the hits' content). */
   snippets: boolean;
+  /** The hit's memory, as the answer selects it (once at most), or null. */
+  node: Node | null;
 }
 
 /** What search plans need of plan.ts's planner. */
@@ -85,11 +89,6 @@ export interface SearchPlanner<Node> {
   needs(action: WorkspaceAction): void;
   pageOf<T>(size: number, plan: () => T): T;
   object(typeName: ObjectTypeName, selectionSet: SelectionSetNode | undefined): Node;
-}
-
-/** How many times a selection selects the hit's memory. */
-function nodeFields<Node>(fields: SelectionPlan<Node>): number {
-  return fields.reduce((count, field) => count + (field.kind === 'node' ? 1 : field.kind === 'object' ? nodeFields(field.fields) : 0), 0);
 }
 
 const SEARCH_ARGUMENTS = new Set(['query', 'first', 'memoryStoreId', 'pathPrefix', 'after']);
@@ -109,8 +108,10 @@ export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode)
   }
   const size = pageSize(args);
   if (args.after != null && typeof args.after !== 'string') unsupported();
-  const after = args.after == null ? null : (searchCursorFrom(searchName(filter), args.after as string) ?? unsupported());
+  const name = searchName(filter);
+  const after = args.after == null ? null : (searchCursorFrom(name, args.after as string) ?? unsupported());
   let snippets = false;
+  let node: Node | null = null;
   const select = (selectionSet: SelectionSetNode | undefined, shape: Shape): SelectionPlan<Node> =>
     planner.fields(selectionSet, shape.typeName!).map((selected) => {
       const key = keyOf(selected);
@@ -119,7 +120,12 @@ export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode)
       planner.spend(SHORT_FIELD_BYTES);
       if (name === '__typename') return { key, kind: 'typename', typeName: shape.typeName! };
       const inner = Object.hasOwn(shape.fields!, name) ? shape.fields![name]! : unsupported();
-      if (inner.node) return { key, kind: 'node', object: planner.object('Memory', selected.selectionSet) };
+      if (inner.node) {
+        // The statement writes one memory per hit: a second selection of it (another alias of `node` or of `edges`) is the resolvers' to answer.
+        if (node !== null) unsupported();
+        node = planner.object('Memory', selected.selectionSet);
+        return { key, kind: 'node', object: node };
+      }
       if (!inner.fields) {
         if (selected.selectionSet) unsupported();
         planner.spend(inner.worstBytes!);
@@ -130,7 +136,5 @@ export function planSearch<Node>(planner: SearchPlanner<Node>, field: FieldNode)
       return { key, kind: 'object', fields };
     });
   const fields = select(field.selectionSet, SEARCH_SHAPE);
-  // The statement writes one memory per hit: a second selection of it (another alias of `node` or of `edges`) is the resolvers' to answer.
-  if (nodeFields(fields) > 1) unsupported();
-  return { filter, size, after, fields, snippets };
+  return { filter, name, size, after, fields, snippets, node };
 }

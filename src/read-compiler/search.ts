@@ -1,11 +1,11 @@
 import type { StatementScope } from '../db/deadline.js';
 import { sql, type Statement as SQL } from '../db/statement.js';
-import { searchCursorOf, searchedWordsOf, searchName, searchQuerySql, searchTables, snippetOf, type SearchedWords, type SqlTag } from '../domain/search.js';
+import { searchCursorOf, searchedWordsOf, searchQuerySql, searchTables, snippetOf, type SearchedWords, type SqlTag } from '../domain/search.js';
 import type { ApiKeyKind } from '../domain/viewer.js';
 import type { ObjectPlan, ReadPlan, RootFieldPlan, SearchPlan } from './plan.js';
 import type { SelectionPlan as SelectionPlanOf } from './search-plan.js';
-import { KEY_COLUMNS, KEY_ROW, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson, TOKEN_PLACEHOLDER } from './sql.js';
-import { checkKey, digestOf, statementText, viewerOfRow, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
+import { KEY_COLUMNS, KEY_ROW, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson } from './sql.js';
+import { checkKey, statementShape, statementText, viewerOfRow, withToken, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 type SelectionPlan = SelectionPlanOf<ObjectPlan>;
 
@@ -23,17 +23,6 @@ const STATEMENT: SqlTag<SQL> = sql;
 /** The row alias of a hit's memory in the statement. */
 const HIT = 'hit';
 
-function nodeOf(fields: SelectionPlan): Extract<SelectionPlan[number], { kind: 'node' }> | undefined {
-  for (const field of fields) {
-    if (field.kind === 'node') return field;
-    if (field.kind === 'object') {
-      const inner = nodeOf(field.fields);
-      if (inner) return inner;
-    }
-  }
-  return undefined;
-}
-
 /**
  * The statement: the key's columns and change mark on every row; for a key of the allowed
  * kinds, the search's total and its query's tree, then one row per hit of the page (and
@@ -42,12 +31,10 @@ function nodeOf(fields: SelectionPlan): Extract<SelectionPlan[number], { kind: '
 function searchStatementOf(plan: SearchPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
   const allowed = keyKindIn(allowedKinds);
   const tables = searchTables(STATEMENT, { workspace: KEY_WORKSPACE, from: KEY_ROW, where: allowed }, plan.filter, plan.size, plan.after);
-  // The hit's memory, selected once at most (search-plan.ts declines more).
-  const node = nodeOf(plan.fields);
   return sql`with ${keyTable()}, ${tables}
     select ${KEY_COLUMNS}, ${keyMark(markKinds)} as mark, stats.total, stats.behind,
       case when ${allowed} then querytree(${searchQuerySql(STATEMENT, plan.filter.query)}) end as tree,
-      p.score as hit_score, p.path as hit_path, p.id as hit_id, ${plan.snippets ? sql.raw(`${HIT}.content`) : sql`null::text`} as content, ${node ? objectJson(node.object, HIT) : sql`null::text`} as hit_json
+      p.score as hit_score, p.path as hit_path, p.id as hit_id, ${plan.snippets ? sql.raw(`${HIT}.content`) : sql`null::text`} as content, ${plan.node ? objectJson(plan.node, HIT) : sql`null::text`} as hit_json
     from ${KEY_ROW}
       left join stats on ${allowed}
       left join page p on true
@@ -77,11 +64,10 @@ const isTrue = (value: unknown) => value === true || value === 't';
 /** What the page's rows hold, as the connection's fields read it: the same values the resolvers serve. */
 function connectionOf(plan: SearchPlan, rows: Record<string, unknown>[], words: SearchedWords): Record<string, unknown> {
   const hits = rows.filter((row) => row.hit_id != null);
-  const search = searchName(plan.filter);
   const edges = hits.slice(0, plan.size).map((row) => {
     const score = Number(row.hit_score);
     return {
-      cursor: searchCursorOf(search, score, row.hit_path as string, row.hit_id as string),
+      cursor: searchCursorOf(plan.name, score, row.hit_path as string, row.hit_id as string),
       score,
       node: row.hit_json,
       get snippet() {
@@ -122,8 +108,7 @@ export class CompiledSearch implements CompiledRead {
   }
 
   async read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
-    const values = this.params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
-    const rows = await this.runners.run(this.statement.text, values, { prepare: this.statement.kept, scope });
+    const rows = await this.runners.run(this.statement.text, withToken(this.params, tokenSha256), { prepare: this.statement.kept, scope });
     const first = rows[0];
     if (!first) return null;
     const viewer = viewerOfRow(first);
@@ -150,7 +135,7 @@ export class CompiledSearch implements CompiledRead {
   get shape(): string {
     if (this.shapeText === null) {
       const selected = JSON.stringify([this.root.map((field) => [field.key, field.kind]), this.plan.fields], (key, value: unknown) => (key === 'object' ? null : value));
-      this.shapeText = `${digestOf(this.statement)} ${JSON.stringify(this.params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))} ${selected} ${searchName(this.plan.filter)}`;
+      this.shapeText = `${statementShape(this.statement, this.params)} ${selected} ${this.plan.name}`;
     }
     return this.shapeText;
   }

@@ -59,7 +59,7 @@ export function statementText(text: string): StatementText {
   return entry;
 }
 
-export const digestOf = (statement: StatementText) => (statement.digest ??= createHash('sha256').update(statement.text).digest('base64url'));
+const digestOf = (statement: StatementText) => (statement.digest ??= createHash('sha256').update(statement.text).digest('base64url'));
 
 const decoder = new TextDecoder();
 const decode = (bytes: Uint8Array | null | undefined) => (bytes == null ? null : decoder.decode(bytes));
@@ -91,6 +91,13 @@ export function checkKey(runners: StatementRunners, allowed: readonly ApiKeyKind
   return runStatement(runners, check.statement, check.params, tokenSha256, scope);
 }
 
+/** A compiled statement's parameters with the token's SHA-256 in its place. */
+export const withToken = (params: readonly unknown[], tokenSha256: string) => params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
+
+/** A statement's part of an answer's shape: its text's digest and its parameters but the token. */
+export const statementShape = (statement: StatementText, params: readonly unknown[]) =>
+  `${digestOf(statement)} ${JSON.stringify(params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))}`;
+
 /** Runs a compiled statement's text with the token's SHA-256 in its place among the parameters. */
 export async function runStatement(
   { run, runRaw }: StatementRunners,
@@ -99,7 +106,7 @@ export async function runStatement(
   tokenSha256: string,
   scope: StatementScope | undefined,
 ): Promise<CompiledAnswer | null> {
-  const values = params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
+  const values = withToken(params, tokenSha256);
   const options: RunOptions = { prepare: kept, scope };
   if (runRaw) {
     const [raw] = await runRaw(text, values, options);
