@@ -60,7 +60,8 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
   it('down: reads and writes answer 503 DATABASE_UNAVAILABLE with Retry-After, /readyz says 503 within a second, /healthz 200; back up, it recovers without a restart', async () => {
     expect((await post(app, LIST)).status).toBe(200);
     await proxy.refuse();
-    for (const [query, variables] of [[LIST, {}], [CREATE, { name: 'during the outage' }]] as const) {
+    // A list and a search (compiled reads, each one statement), and a write.
+    for (const [query, variables] of [[LIST, {}], ['{ searchMemories(query: "outage") { totalCount } }', {}], [CREATE, { name: 'during the outage' }]] as const) {
       const answer = await post(app, query, variables);
       expect(answer.status).toBe(503);
       expect(answer.retryAfter).toBe('1');
