@@ -380,6 +380,23 @@ describe('reads compiled to one SQL statement', () => {
     }
   });
 
+  it('check a search as they read it: a change mark (so a tag) only for a query with words, which they answer', async () => {
+    const key = await authenticate(server.database.handle.db, both.compiled.token!);
+    const query = 'query ($q: String!) { searchMemories(query: $q, first: 3) { edges { node { id } } } }';
+    const document = parse(query);
+    const operation = document.definitions[0] as OperationDefinitionNode;
+    for (const q of ['content', 'nothingmatchesthis', '-content', '...', '""']) {
+      const read = compileRead(schema, document, operation, { q }, server.database.handle.run!)!;
+      const answer = (await read.read(hashToken(both.compiled.token!)))!;
+      const checked = (await read.check(hashToken(both.compiled.token!)))!;
+      expect(checked.viewer, q).toEqual(key);
+      expect(checked.data, q).toBeNull();
+      // Read answers exactly the queries with words; check gives exactly those a mark.
+      expect(checked.mark !== null, q).toBe(answer.data !== null);
+      expect(answer.data !== null, q).toBe(!['-content', '...', '""'].includes(q));
+    }
+  });
+
   it('agree with the resolvers on random searches, filters and page sizes (property)', async () => {
     const query = `query ($query: String!, $store: ID, $prefix: String, $first: Int) {
       searchMemories(query: $query, memoryStoreId: $store, pathPrefix: $prefix, first: $first) { totalCount pageInfo { hasNextPage endCursor }

@@ -5,7 +5,7 @@ import type { ApiKeyKind } from '../domain/viewer.js';
 import type { ObjectPlan, ReadPlan, RootFieldPlan, SearchPlan } from './plan.js';
 import type { SelectionPlan as SelectionPlanOf } from './search-plan.js';
 import { KEY_COLUMNS, KEY_ROW, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson } from './sql.js';
-import { checkKey, statementShape, statementText, viewerOfRow, withToken, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
+import { statementShape, statementText, viewerOfRow, withToken, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 type SelectionPlan = SelectionPlanOf<ObjectPlan>;
 
@@ -41,6 +41,20 @@ function searchStatementOf(plan: SearchPlan, allowedKinds: readonly ApiKeyKind[]
       left join memories ${sql.raw(HIT)} on ${sql.raw(HIT)}.workspace_id = ${KEY_WORKSPACE} and ${sql.raw(HIT)}.id = p.id
     order by p.score desc nulls last, p.path asc, p.id asc`;
 }
+
+/**
+ * The statement of a conditional request: the key's columns, its change mark and the
+ * query's tree, which tells whether the query has words to find. A query without words has
+ * no answer of the compiled read's (the resolvers refuse it), so it must not have a tag.
+ */
+function searchCheckOf(plan: SearchPlan, allowedKinds: readonly ApiKeyKind[], markKinds: readonly ApiKeyKind[]): SQL {
+  return sql`with ${keyTable()}
+    select ${KEY_COLUMNS}, ${keyMark(markKinds)} as mark, case when ${keyKindIn(allowedKinds)} then querytree(${searchQuerySql(STATEMENT, plan.filter.query)}) end as tree
+    from ${KEY_ROW}`;
+}
+
+/** The words a statement's row says its query searches for: null for another kind of key (no tree) or a query without words. */
+const wordsOfRow = (row: Record<string, unknown>) => (row.tree == null ? null : searchedWordsOf(row.tree));
 
 /** The JSON text of an object as `fields` select it from `value` (a field's value by its name; a node as the statement wrote it). */
 function writeObject(fields: SelectionPlan, value: Record<string, unknown>): string {
@@ -87,6 +101,8 @@ const SEARCH_READ_BYTES = 2048;
 
 export class CompiledSearch implements CompiledRead {
   private shapeText: string | null = null;
+  /** The conditional request's statement (searchCheckOf), made on first use: most requests are not conditional. */
+  private checkStatement: { statement: StatementText; params: unknown[] } | null = null;
 
   private constructor(
     private readonly runners: StatementRunners,
@@ -113,7 +129,7 @@ export class CompiledSearch implements CompiledRead {
     if (!first) return null;
     const viewer = viewerOfRow(first);
     // Another kind of key, or a query without words to find (INVALID_REQUEST): the resolvers answer.
-    const words = first.tree == null ? null : searchedWordsOf(first.tree);
+    const words = wordsOfRow(first);
     if (!words) return { viewer, data: null, mark: null };
     let data = '{';
     this.root.forEach((field, index) => {
@@ -123,8 +139,16 @@ export class CompiledSearch implements CompiledRead {
     return { viewer, data: `${data}}`, mark: (first.mark as string | null) ?? null };
   }
 
-  check(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
-    return checkKey(this.runners, this.allowed, this.marked, tokenSha256, scope);
+  /** The key, and the change mark only when read would answer: never for a query without words, whose answer is the resolvers' refusal. */
+  async check(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
+    if (this.checkStatement === null) {
+      const { text, params } = searchCheckOf(this.plan, this.allowed, this.marked).toQuery();
+      this.checkStatement = { statement: statementText(text), params };
+    }
+    const { statement, params } = this.checkStatement;
+    const [first] = await this.runners.run(statement.text, withToken(params, tokenSha256), { prepare: statement.kept, scope });
+    if (!first) return null;
+    return { viewer: viewerOfRow(first), data: null, mark: wordsOfRow(first) ? ((first.mark as string | null) ?? null) : null };
   }
 
   /**
