@@ -73,6 +73,52 @@ describe('the compiled reads a process keeps', () => {
     expect(plans()).toBe(3);
   });
 
+  it('keep a dashboard\'s read and estimate while more searches than either cache holds come and go, each search kept apart', () => {
+    const pipeline = pipelineWith(async () => []);
+    const plans = ((before) => () => readsCompiledSoFar() - before)(readsCompiledSoFar());
+    const estimates = ((before) => () => costsEstimatedSoFar() - before)(costsEstimatedSoFar());
+    const ask = (asked: typeof document, variables: Record<string, unknown>) => {
+      const request = new Request('http://memstore.test/graphql');
+      const askedOperation = asked.definitions[0] as OperationDefinitionNode;
+      expect(pipeline.cost(request, asked, askedOperation, variables)).toBeNull();
+      return pipeline.compile(asked, askedOperation, variables);
+    };
+    const dashboard = ask(document, { id: memoryId(0) });
+    expect([plans(), estimates()]).toEqual([1, 1]);
+    // Searches of texts of 200 characters: 8,000 of them fill both caches of the other reads (16 MiB and 4 MiB) twice over.
+    const search = parse('query ($q: String!) { searchMemories(query: $q, first: 10) { totalCount edges { cursor score node { id path } } } }');
+    const SEARCHES = 8_000;
+    const text = (n: number) => `notes ${String(n).padStart(6, '0')} `.repeat(15).slice(0, 200);
+    for (let n = 0; n < SEARCHES; n += 1) expect(ask(search, { q: text(n) })).not.toBeNull();
+    expect([plans(), estimates()]).toEqual([1 + SEARCHES, 1 + SEARCHES]);
+    // The dashboard is neither planned nor estimated again; the latest search is kept, the first long gone.
+    expect(ask(document, { id: memoryId(1) })!.shape.split(' ')[0]).toBe(dashboard!.shape.split(' ')[0]);
+    ask(search, { q: text(SEARCHES - 1) });
+    expect([plans(), estimates()]).toEqual([1 + SEARCHES, 1 + SEARCHES]);
+    ask(search, { q: text(0) });
+    expect([plans(), estimates()]).toEqual([2 + SEARCHES, 2 + SEARCHES]);
+  });
+
+  it('plan a search whose store comes in a variable once for each store and text, and answer each with its own', () => {
+    const pipeline = pipelineWith(async () => []);
+    const plans = ((before) => () => readsCompiledSoFar() - before)(readsCompiledSoFar());
+    const search = parse('query ($s: ID, $q: String!) { searchMemories(query: $q, memoryStoreId: $s) { edges { cursor node { id } } } }');
+    const operation = search.definitions[0] as OperationDefinitionNode;
+    const [one, two] = [newId('memoryStore'), newId('memoryStore')];
+    // The operation's first read is planned twice: once as a template (with a stand-in id), which tells that it searches.
+    const first = pipeline.compile(search, operation, { s: one, q: 'notes' });
+    expect(plans()).toBe(2);
+    expect(pipeline.compile(search, operation, { s: one, q: 'notes' })).toBe(first);
+    expect(plans()).toBe(2);
+    const other = pipeline.compile(search, operation, { s: two, q: 'notes' });
+    expect(pipeline.compile(search, operation, { s: two, q: 'notes' })).toBe(other);
+    expect(plans()).toBe(3);
+    // Each with its own store (in its parameters, and in its shape: its cursors name it).
+    expect(first!.shape).toContain(one);
+    expect(other!.shape).toContain(two);
+    expect(other!.shape).not.toContain(one);
+  });
+
   it('answer each id with its own parameters, and check a tag with one statement for every read of a kind of key', async () => {
     const statements: { text: string; params: unknown[] }[] = [];
     const pipeline = pipelineWith(async (text, params) => {
@@ -103,6 +149,7 @@ describe('the compiled reads a process keeps', () => {
       parse('query ($a: ID!, $b: ID!) { a: memory(id: $a) { id contentSha256 } b: memoryStore(id: $b) { id name memories(first: 3) { edges { node { id path } } } } }'),
       parse('query ($a: ID!, $b: ID!, $n: Int) { x: memory(id: $a) { id } y: memory(id: $b) { path } s: memoryStore(id: $a) { entries(first: $n) { edges { node { __typename } } } } }'),
       parse('query ($s: ID!, $p: String) { memoryStore(id: $s) { memories(first: 5, pathPrefix: $p) { totalCount edges { node { id } } } } }'),
+      parse('query ($s: ID, $p: String!) { searchMemories(query: $p, memoryStoreId: $s, first: 3) { totalCount edges { cursor node { id } } } }'),
     ];
     const idLike = fc.oneof(
       fc.constantFrom('memory', 'memoryStore', 'memoryVersion', 'apiKey', 'session').map((kind) => newId(kind as never)),

@@ -138,6 +138,14 @@ export const MAX_DOCUMENT_CACHE_BYTES = 32 * 1024 * 1024;
 export const MAX_COMPILED_READ_CACHE_BYTES = 16 * 1024 * 1024;
 export const MAX_CACHED_VARIABLES_BYTES = 4096;
 
+/**
+ * The memory compiled searches may hold, apart from the other compiled reads (and their
+ * estimates in a quarter of it): the texts people search for rarely come twice, and a
+ * stream of them must not push the dashboards' reads out. A search is kept by its
+ * variables' very values, an entry of about 2.5 KiB.
+ */
+export const MAX_COMPILED_SEARCH_CACHE_BYTES = 2 * 1024 * 1024;
+
 /** Default time one request may run before it is ended with REQUEST_TIMEOUT (MEMSTORE_REQUEST_TIMEOUT_MS). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 

@@ -4,15 +4,14 @@ import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
 import { StatementScope } from '../db/deadline.js';
 import { SnapshotChoice, type ReadOutcome } from '../db/snapshot-choice.js';
 import type { Viewer } from '../domain/viewer.js';
-import { ByteBoundedCache, createParseCache } from '../graphql/document-cache.js';
-import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES } from '../domain/limits.js';
+import { createParseCache } from '../graphql/document-cache.js';
 import { maskError } from '../graphql/error-masking.js';
 import { QUERY_OUTCOME } from '../graphql/response-budget.js';
-import { estimateCost, parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
-import { kindOfId } from '../domain/ids.js';
-import { compileRead, compileReadTemplate, idVariablesOf, type CompiledAnswer, type CompiledRead, type IdSlot, type ReadTemplate } from '../read-compiler/compile.js';
+import { parseWithLimits, validateDocument, type CostEstimate } from '../graphql/query-limits.js';
+import type { CompiledAnswer, CompiledRead } from '../read-compiler/compile.js';
 import type { Logger } from '../logger.js';
 import { AnswerTags, namesTag } from './answer-tags.js';
+import { CompiledReadCache } from './compiled-read-cache.js';
 import { credentialsOf, Gate, unauthenticated, type Credentials } from './authentication.js';
 import type { KeyRateLimiter } from './rate-limit.js';
 import { readBodyText } from './request-body.js';
@@ -152,16 +151,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   const validations = new WeakMap<DocumentNode, readonly GraphQLError[]>();
   // Made on the first tag: it prints the schema.
   let tags: AnswerTags | undefined;
-  // Compiled reads (or null: the resolvers answer), as templates (compile.ts: one for every id
-  // of a kind) by operation, variables and the kinds of its ids. A template holds only its
-  // statement and parameters, so requests share it; documents are immutable and shared
-  // through the parse cache, so an operation node stands for its text.
-  const compiledReads = new ByteBoundedCache<ReadTemplate>(MAX_COMPILED_READ_CACHE_BYTES, (key, template) => 2 * key.length + template.bytes + 256);
+  // Compiled reads and cost estimates, by operation and variables (compiled-read-cache.ts).
+  const compiledReads = new CompiledReadCache(schema, options.run, options.runRaw);
   // Which reads answer in one statement, by kind: a query's operation (of a cached document,
   // as above), a REST route.
   const snapshots = new SnapshotChoice<object>();
-  // The cost estimates of operations within the limits, by the same keys.
-  const estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
 
   /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
   const runCompiled = async (request: Request, statement: (tokenSha256: string, scope: StatementScope | undefined) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
@@ -233,20 +227,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       state.operationName = operation.name?.value ?? null;
       state.operationType = operation.operation;
       telemetry?.operation(state);
-      // Queries only: a mutation's variables (contents, above all) rarely come twice. By the
-      // read template's key: an ID variable that holds an id of ours counts by its kind only,
-      // as an estimate does not depend on which id it is (an id always coerces to ID), so the
-      // reads of one shape share one estimate however many ids they ask for.
-      const key = operation.operation === 'query' ? (templateKeyOf(operation, variables)?.key ?? null) : null;
-      const known = key === null ? undefined : estimates.get(key);
-      if (known) {
-        state.cost = known;
-        return null;
-      }
-      const { cost, errors } = estimateCost(schema, document, operation, variables, introspection);
+      const { cost, errors } = compiledReads.estimate(document, operation, variables, introspection);
       if (cost) state.cost = cost;
-      // Only estimates without errors are kept: errors belong to their request (they are masked and logged there).
-      if (cost && !errors && key !== null) estimates.set(key, Object.freeze(cost));
       return errors;
     },
     deadline(request) {
@@ -280,12 +262,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return snapshots.read(scope, read, (part) => attempt(part, false), (part) => attempt(part, true), outcome);
     },
     compile(document, operation, variables) {
-      if (!options.run || operation.operation !== 'query') return null;
-      const keyed = templateKeyOf(operation, variables);
-      if (keyed === null) return compileRead(schema, document, operation, variables, options.run, options.runRaw);
-      let template = compiledReads.get(keyed.key);
-      if (template === undefined) compiledReads.set(keyed.key, (template = compileReadTemplate(schema, document, operation, variables, keyed.slots, options.run, options.runRaw)));
-      return template.readFor(variables);
+      return compiledReads.compile(document, operation, variables);
     },
     async readOrIdentify(request, compiled) {
       if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
@@ -324,66 +301,6 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       telemetry?.depart(request, response, state);
     },
   };
-}
-
-/** Each operation node a number of its own, for the cache keys of its compiled reads. */
-const operationNumbers = new WeakMap<OperationDefinitionNode, number>();
-let nextOperationNumber = 0;
-
-function keyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, slots: readonly IdSlot[] = []): string | null {
-  // Only the declared variables count (the others are ignored); values nested too deep to
-  // write out (a body may hold thousands of levels) or too long are no key.
-  // An absent variable (its default applies) and a null one differ: absent ones are left out.
-  // Without a prototype, a variable named __proto__ is a key like any other.
-  // A slot's value counts by its kind alone, written after the others' values.
-  const declared: Record<string, unknown> = Object.create(null);
-  for (const definition of operation.variableDefinitions ?? []) {
-    const name = definition.variable.name.value;
-    if (variables !== undefined && Object.hasOwn(variables, name) && !slots.some((slot) => slot.name === name)) declared[name] = variables[name];
-  }
-  // JSON writes Infinity and NaN (1e400 in a body) as null, which they are not: such values are no key.
-  let finite = true;
-  let text: string;
-  try {
-    text = JSON.stringify(declared, (_name, value: unknown) => {
-      if (typeof value === 'number' && !Number.isFinite(value)) finite = false;
-      return value;
-    });
-  } catch {
-    return null;
-  }
-  if (!finite) return null;
-  if (text.length > MAX_CACHED_VARIABLES_BYTES) return null;
-  let number = operationNumbers.get(operation);
-  if (number === undefined) operationNumbers.set(operation, (number = (nextOperationNumber += 1)));
-  return slots.length === 0 ? `${number} ${text}` : `${number} ${text} ${slots.map((slot) => `${slot.name}:${slot.kind}`).join(' ')}`;
-}
-
-/** The ID variables of each operation (compile.ts, idVariablesOf). */
-const idVariables = new WeakMap<OperationDefinitionNode, string[]>();
-
-/** The last template key made: a request asks for it twice in one turn, for its cost and for its compiled read. */
-let lastTemplateKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; keyed: { key: string; slots: IdSlot[] } | null } | null = null;
-
-/** The key of a query's read template (compile.ts) with these variables, and its slots: the ID variables whose values are ids of ours. */
-function templateKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
-  if (lastTemplateKey?.operation === operation && lastTemplateKey.variables === variables) return lastTemplateKey.keyed;
-  const keyed = templateKeyWithSlots(operation, variables);
-  lastTemplateKey = { operation, variables, keyed };
-  return keyed;
-}
-
-function templateKeyWithSlots(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
-  let names = idVariables.get(operation);
-  if (names === undefined) idVariables.set(operation, (names = idVariablesOf(operation)));
-  const slots: IdSlot[] = [];
-  for (const name of names) {
-    const value = variables !== undefined && Object.hasOwn(variables, name) ? variables[name] : undefined;
-    const kind = typeof value === 'string' ? kindOfId(value) : null;
-    if (kind !== null) slots.push({ name, kind });
-  }
-  const key = keyOf(operation, variables, slots);
-  return key === null ? null : { key, slots };
 }
 
 const decoder = new TextDecoder();

@@ -76,6 +76,8 @@ export interface ReadTemplate {
   readFor(variables: Record<string, unknown> | undefined): CompiledRead | null;
   /** About the memory it holds, in bytes. */
   readonly bytes: number;
+  /** Its reads are searches: kept apart, by their variables' values (a search is no template: its cursors name its store). */
+  readonly search?: true;
 }
 
 /** A variable of type ID (nullable or not) whose value is an id of ours, of this kind. */
@@ -101,13 +103,13 @@ export function compileReadTemplate(
 ): ReadTemplate {
   if (slots.length === 0) {
     const compiled = compileRead(schema, document, operation, variables, run, runRaw);
-    return { readFor: () => compiled, bytes: compiled?.bytes ?? 0 };
+    return { readFor: () => compiled, bytes: compiled?.bytes ?? 0, ...(compiled instanceof CompiledSearch && { search: true }) };
   }
   const standIns = slots.map((slot) => newId(slot.kind));
   const withStandIns = { ...variables, ...Object.fromEntries(slots.map((slot, index) => [slot.name, standIns[index]])) };
   const compiled = compileRead(schema, document, operation, withStandIns, run, runRaw);
-  // A search's filter is also read after its statement (its cursors name it): each request's is compiled afresh.
-  if (compiled instanceof CompiledSearch) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
+  // A search's filter is also read after its statement (its cursors name it): compiled for each request's ids.
+  if (compiled instanceof CompiledSearch) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0, search: true };
   if (!(compiled instanceof CompiledStatement)) return { readFor: () => null, bytes: 0 };
   const places = standIns.map((standIn) => compiled.placesOf(standIn));
   // Not a template after all: each request's read is compiled afresh.

@@ -1,0 +1,145 @@
+import type { DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import type { RunStatement, RunStatementRaw } from '../db/client.js';
+import { kindOfId } from '../domain/ids.js';
+import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES, MAX_COMPILED_SEARCH_CACHE_BYTES } from '../domain/limits.js';
+import { ByteBoundedCache } from '../graphql/document-cache.js';
+import { estimateCost, type CostEstimate } from '../graphql/query-limits.js';
+import { compileRead, compileReadTemplate, idVariablesOf, type CompiledRead, type IdSlot, type ReadTemplate } from '../read-compiler/compile.js';
+
+/**
+ * The compiled reads and cost estimates a process keeps, by operation and variables, each
+ * bounded in bytes. Documents are immutable and shared through the parse cache, so an
+ * operation node stands for its text.
+ *
+ * - Reads are kept as templates (compile.ts: one for every id of a kind), by operation,
+ *   variables and the kinds of its ids: a template holds only its statement and
+ *   parameters, so requests share it. Estimates are kept by the same keys: an ID variable
+ *   that holds an id of ours counts by its kind only, as an estimate does not depend on
+ *   which id it is, so the reads of one shape share one estimate however many ids they ask
+ *   for. Queries only: a mutation's variables (contents, above all) rarely come twice.
+ * - Searches, and their estimates, are kept apart (MAX_COMPILED_SEARCH_CACHE_BYTES), by
+ *   their variables' very values: the texts people search for rarely come twice, and must
+ *   not push the dashboards' reads out. An operation is known to search from its first
+ *   compilation on (its first estimate is kept with the others').
+ */
+export class CompiledReadCache {
+  private readonly reads = new ByteBoundedCache<ReadTemplate>(MAX_COMPILED_READ_CACHE_BYTES, (key, template) => 2 * key.length + template.bytes + 256);
+  private readonly estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
+  private readonly searchOperations = new WeakSet<OperationDefinitionNode>();
+  private readonly searches = new ByteBoundedCache<CompiledRead | null>(MAX_COMPILED_SEARCH_CACHE_BYTES, (key, read) => 2 * key.length + (read?.bytes ?? 0) + 256);
+  private readonly searchEstimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_SEARCH_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
+
+  /** `run` (and `runRaw`): the statement runners of compiled reads; without one, every read goes to the resolvers. */
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly run: RunStatement | undefined,
+    private readonly runRaw: RunStatementRaw | undefined,
+  ) {}
+
+  /** The operation's cost estimate (query-cost.ts) with these variables: a query's, kept when it has no errors (errors belong to their request). */
+  estimate(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, introspection: boolean): { cost: CostEstimate | null; errors: GraphQLError[] | null } {
+    const search = this.searchOperations.has(operation);
+    const key = operation.operation !== 'query' ? null : search ? exactKeyOf(operation, variables) : (templateKeyOf(operation, variables)?.key ?? null);
+    const kept = search ? this.searchEstimates : this.estimates;
+    const known = key === null ? undefined : kept.get(key);
+    if (known) return { cost: known, errors: null };
+    const { cost, errors } = estimateCost(this.schema, document, operation, variables, introspection);
+    if (cost && !errors && key !== null) kept.set(key, Object.freeze(cost));
+    return { cost: cost ?? null, errors: errors ?? null };
+  }
+
+  /** The compiled form of a read, or null when the resolvers answer. */
+  compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null {
+    const run = this.run;
+    if (!run || operation.operation !== 'query') return null;
+    if (this.searchOperations.has(operation)) return this.search(operation, variables, () => compileRead(this.schema, document, operation, variables, run, this.runRaw));
+    const keyed = templateKeyOf(operation, variables);
+    if (keyed === null) return compileRead(this.schema, document, operation, variables, run, this.runRaw);
+    let template = this.reads.get(keyed.key);
+    if (template === undefined) {
+      template = compileReadTemplate(this.schema, document, operation, variables, keyed.slots, run, this.runRaw);
+      if (template.search) {
+        this.searchOperations.add(operation);
+        const made = template;
+        return this.search(operation, variables, () => made.readFor(variables));
+      }
+      this.reads.set(keyed.key, template);
+    }
+    return template.readFor(variables);
+  }
+
+  /** A search's compiled read for these variables, kept apart (`made` compiles it on a miss). */
+  private search(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, made: () => CompiledRead | null): CompiledRead | null {
+    const key = exactKeyOf(operation, variables);
+    if (key === null) return made();
+    let read = this.searches.get(key);
+    if (read === undefined) this.searches.set(key, (read = made()));
+    return read;
+  }
+}
+
+/** Each operation node a number of its own, for the cache keys of its compiled reads. */
+const operationNumbers = new WeakMap<OperationDefinitionNode, number>();
+let nextOperationNumber = 0;
+
+function keyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, slots: readonly IdSlot[] = []): string | null {
+  // Only the declared variables count (the others are ignored); values nested too deep to
+  // write out (a body may hold thousands of levels) or too long are no key.
+  // An absent variable (its default applies) and a null one differ: absent ones are left out.
+  // Without a prototype, a variable named __proto__ is a key like any other.
+  // A slot's value counts by its kind alone, written after the others' values.
+  const declared: Record<string, unknown> = Object.create(null);
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    if (variables !== undefined && Object.hasOwn(variables, name) && !slots.some((slot) => slot.name === name)) declared[name] = variables[name];
+  }
+  // JSON writes Infinity and NaN (1e400 in a body) as null, which they are not: such values are no key.
+  let finite = true;
+  let text: string;
+  try {
+    text = JSON.stringify(declared, (_name, value: unknown) => {
+      if (typeof value === 'number' && !Number.isFinite(value)) finite = false;
+      return value;
+    });
+  } catch {
+    return null;
+  }
+  if (!finite) return null;
+  if (text.length > MAX_CACHED_VARIABLES_BYTES) return null;
+  let number = operationNumbers.get(operation);
+  if (number === undefined) operationNumbers.set(operation, (number = (nextOperationNumber += 1)));
+  return slots.length === 0 ? `${number} ${text}` : `${number} ${text} ${slots.map((slot) => `${slot.name}:${slot.kind}`).join(' ')}`;
+}
+
+/** The ID variables of each operation (compile.ts, idVariablesOf). */
+const idVariables = new WeakMap<OperationDefinitionNode, string[]>();
+
+/** The last template key made: a request asks for it twice in one turn, for its cost and for its compiled read. */
+let lastTemplateKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; keyed: { key: string; slots: IdSlot[] } | null } | null = null;
+
+/** The key of these very variables: a template's key when no value is an id of ours, as most searches'. */
+function exactKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
+  const keyed = templateKeyOf(operation, variables);
+  return keyed === null || keyed.slots.length > 0 ? keyOf(operation, variables) : keyed.key;
+}
+
+/** The key of a query's read template (compile.ts) with these variables, and its slots: the ID variables whose values are ids of ours. */
+function templateKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
+  if (lastTemplateKey?.operation === operation && lastTemplateKey.variables === variables) return lastTemplateKey.keyed;
+  const keyed = templateKeyWithSlots(operation, variables);
+  lastTemplateKey = { operation, variables, keyed };
+  return keyed;
+}
+
+function templateKeyWithSlots(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
+  let names = idVariables.get(operation);
+  if (names === undefined) idVariables.set(operation, (names = idVariablesOf(operation)));
+  const slots: IdSlot[] = [];
+  for (const name of names) {
+    const value = variables !== undefined && Object.hasOwn(variables, name) ? variables[name] : undefined;
+    const kind = typeof value === 'string' ? kindOfId(value) : null;
+    if (kind !== null) slots.push({ name, kind });
+  }
+  const key = keyOf(operation, variables, slots);
+  return key === null ? null : { key, slots };
+}
