@@ -158,6 +158,15 @@ describe.skipIf(postgresUrl === undefined)('the two parts of a pool, on PostgreS
     expect(transactionBackends.filter((backend) => readBackends.has(backend))).toEqual([]);
   });
 
+  it('refuses a write sent on the compiled reads\' connections, which read as any other', async () => {
+    await handle.db.execute(sql`create table if not exists guarded (id int primary key)`);
+    // Every connection of the two: sent at once, the statements spread over both.
+    const refusals = await Promise.all(Array.from({ length: 8 }, () => handle.run!('insert into guarded values (1)', []).then(() => null, (error: { code?: string }) => error.code)));
+    expect(refusals).toEqual(Array.from({ length: 8 }, () => '25006'));
+    expect(await handle.db.execute(sql`select count(*)::int as n from guarded`)).toEqual([{ n: 0 }]);
+    expect(await handle.run!('select count(*)::int as n from guarded', [])).toEqual([{ n: 0 }]);
+  });
+
   it('answers compiled reads at once while writes outside transactions wait for a lock another session holds', async () => {
     const holder = postgres(scratch.url, { max: 1, onnotice: () => {} });
     const watcher = postgres(scratch.url, { max: 1, onnotice: () => {} });

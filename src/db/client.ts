@@ -259,7 +259,9 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
   };
   const pool = postgres(databaseUrl, { ...poolOptions, max: sizes.general });
-  const reads = sizes.reads === 0 ? pool : postgres(databaseUrl, { ...poolOptions, max: sizes.reads });
+  // Compiled reads' connections refuse writes: each statement is a read-only transaction
+  // of its own (a read running alone has no READ ONLY transaction around it to refuse one).
+  const reads = sizes.reads === 0 ? pool : postgres(databaseUrl, { ...poolOptions, max: sizes.reads, connection: { ...poolOptions.connection, default_transaction_read_only: true } });
   const demand = new PoolDemand(sizes.general);
   const readDemand = reads === pool ? demand : new PoolDemand(sizes.reads);
   const client = preparingStatements(pool, demand);
