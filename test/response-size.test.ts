@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createDb } from '../src/db/client.js';
 import { recordStatements } from '../src/db/statement-count.js';
@@ -48,7 +49,10 @@ describe('the size of an answer', () => {
   it(`refuses 30 aliases × ${MEMORIES} memories × 100 KiB (cost about 36,000) with RESPONSE_TOO_LARGE, after reading at most ${MAX_RESPONSE_BYTES} bytes of content`, async () => {
     const client = await server.newWorkspace();
     const store = await createStore(client);
-    await storeOfLargeMemories((text, params) => server.database.handle.run(text, params), client.workspaceId, store.id);
+    // Through drizzle's connections: the compiled reads' refuse writes.
+    const execute = (text: string, params: unknown[]) =>
+      server.database.handle.db.execute(sql.join(text.split(/\$(\d+)/).map((part, index) => (index % 2 === 0 ? sql.raw(part) : sql`${params[Number(part) - 1]}`))));
+    await storeOfLargeMemories(execute, client.workspaceId, store.id);
     const { result, statements } = await recordStatements(() => send(client, attack(store.id)));
     expect(result.status).toBe(400);
     expect(result.data ?? null).toBeNull();
