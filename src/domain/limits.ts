@@ -139,10 +139,10 @@ export const MAX_COMPILED_READ_CACHE_BYTES = 16 * 1024 * 1024;
 export const MAX_CACHED_VARIABLES_BYTES = 4096;
 
 /**
- * The memory compiled searches may hold, apart from the other compiled reads (and their
- * estimates in a quarter of it): the texts people search for rarely come twice, and a
- * stream of them must not push the dashboards' reads out. A search is kept by its
- * variables' very values, an entry of about 2.5 KiB.
+ * The memory compiled searches may hold, apart from the other compiled reads; their cost
+ * estimates are kept apart too, in a quarter as much more. The texts people search for
+ * rarely come twice, and a stream of them must not push the dashboards' reads out. A
+ * search is kept by its variables' very values, an entry of about 2.5 KiB.
  */
 export const MAX_COMPILED_SEARCH_CACHE_BYTES = 2 * 1024 * 1024;
 

@@ -5,6 +5,7 @@ import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES, MAX_COMPILED
 import { ByteBoundedCache } from '../graphql/document-cache.js';
 import { estimateCost, type CostEstimate } from '../graphql/query-limits.js';
 import { compileRead, compileReadTemplate, idVariablesOf, type CompiledRead, type IdSlot, type ReadTemplate } from '../read-compiler/compile.js';
+import { searchesAtRoot } from '../read-compiler/search-plan.js';
 
 /**
  * The compiled reads and cost estimates a process keeps, by operation and variables, each
@@ -17,17 +18,17 @@ import { compileRead, compileReadTemplate, idVariablesOf, type CompiledRead, typ
  *   that holds an id of ours counts by its kind only, as an estimate does not depend on
  *   which id it is, so the reads of one shape share one estimate however many ids they ask
  *   for. Queries only: a mutation's variables (contents, above all) rarely come twice.
- * - Searches, and their estimates, are kept apart (MAX_COMPILED_SEARCH_CACHE_BYTES), by
- *   their variables' very values: the texts people search for rarely come twice, and must
- *   not push the dashboards' reads out. An operation is known to search from its first
- *   compilation on (its first estimate is kept with the others').
+ * - Searches (operations with `searchMemories` at their root), and their estimates, are
+ *   kept apart (MAX_COMPILED_SEARCH_CACHE_BYTES), by their variables' very values: the
+ *   texts people search for rarely come twice, and must not push the dashboards' reads out.
  */
 export class CompiledReadCache {
   private readonly reads = new ByteBoundedCache<ReadTemplate>(MAX_COMPILED_READ_CACHE_BYTES, (key, template) => 2 * key.length + template.bytes + 256);
   private readonly estimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_READ_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
-  private readonly searchOperations = new WeakSet<OperationDefinitionNode>();
   private readonly searches = new ByteBoundedCache<CompiledRead | null>(MAX_COMPILED_SEARCH_CACHE_BYTES, (key, read) => 2 * key.length + (read?.bytes ?? 0) + 256);
   private readonly searchEstimates = new ByteBoundedCache<CostEstimate>(MAX_COMPILED_SEARCH_CACHE_BYTES / 4, (key) => 2 * key.length + 128);
+  /** Whether each operation searches (searchesAtRoot), as first asked. */
+  private readonly searching = new WeakMap<OperationDefinitionNode, boolean>();
 
   /** `run` (and `runRaw`): the statement runners of compiled reads; without one, every read goes to the resolvers. */
   constructor(
@@ -36,36 +37,42 @@ export class CompiledReadCache {
     private readonly runRaw: RunStatementRaw | undefined,
   ) {}
 
-  /** The operation's cost estimate (query-cost.ts) with these variables: a query's, kept when it has no errors (errors belong to their request). */
-  estimate(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, introspection: boolean): { cost: CostEstimate | null; errors: GraphQLError[] | null } {
-    const search = this.searchOperations.has(operation);
+  /**
+   * The operation's cost estimate (query-cost.ts) with these variables, into `state.cost`
+   * (left as it is when there is none), and its errors: a query's, kept when it has no
+   * errors (errors belong to their request).
+   */
+  estimate(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, introspection: boolean, state: { cost?: CostEstimate }): GraphQLError[] | null {
+    const search = this.isSearch(document, operation);
     const key = operation.operation !== 'query' ? null : search ? exactKeyOf(operation, variables) : (templateKeyOf(operation, variables)?.key ?? null);
     const kept = search ? this.searchEstimates : this.estimates;
     const known = key === null ? undefined : kept.get(key);
-    if (known) return { cost: known, errors: null };
+    if (known) {
+      state.cost = known;
+      return null;
+    }
     const { cost, errors } = estimateCost(this.schema, document, operation, variables, introspection);
+    if (cost) state.cost = cost;
     if (cost && !errors && key !== null) kept.set(key, Object.freeze(cost));
-    return { cost: cost ?? null, errors: errors ?? null };
+    return errors;
   }
 
   /** The compiled form of a read, or null when the resolvers answer. */
   compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null {
     const run = this.run;
     if (!run || operation.operation !== 'query') return null;
-    if (this.searchOperations.has(operation)) return this.search(operation, variables, () => compileRead(this.schema, document, operation, variables, run, this.runRaw));
+    if (this.isSearch(document, operation)) return this.search(operation, variables, () => compileRead(this.schema, document, operation, variables, run, this.runRaw));
     const keyed = templateKeyOf(operation, variables);
     if (keyed === null) return compileRead(this.schema, document, operation, variables, run, this.runRaw);
     let template = this.reads.get(keyed.key);
-    if (template === undefined) {
-      template = compileReadTemplate(this.schema, document, operation, variables, keyed.slots, run, this.runRaw);
-      if (template.search) {
-        this.searchOperations.add(operation);
-        const made = template;
-        return this.search(operation, variables, () => made.readFor(variables));
-      }
-      this.reads.set(keyed.key, template);
-    }
+    if (template === undefined) this.reads.set(keyed.key, (template = compileReadTemplate(this.schema, document, operation, variables, keyed.slots, run, this.runRaw)));
     return template.readFor(variables);
+  }
+
+  private isSearch(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+    let search = this.searching.get(operation);
+    if (search === undefined) this.searching.set(operation, (search = searchesAtRoot(document, operation)));
+    return search;
   }
 
   /** A search's compiled read for these variables, kept apart (`made` compiles it on a miss). */

@@ -227,9 +227,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       state.operationName = operation.name?.value ?? null;
       state.operationType = operation.operation;
       telemetry?.operation(state);
-      const { cost, errors } = compiledReads.estimate(document, operation, variables, introspection);
-      if (cost) state.cost = cost;
-      return errors;
+      return compiledReads.estimate(document, operation, variables, introspection, state);
     },
     deadline(request) {
       stage(request, 'deadline');

@@ -67,7 +67,7 @@ export function compileRead(
  * compiled with a fresh id of the same kind in the place of each such variable (a
  * `slot`), and each request's ids go into the parameters where those fresh ids went. The
  * pipeline keeps templates by operation, the other variables' values and the slots' kinds
- * (pipeline.ts). A template whose fresh ids went anywhere but whole parameters (none does
+ * (http/compiled-read-cache.ts). A template whose fresh ids went anywhere but whole parameters (none does
  * today) compiles each request's read afresh. test/compiled-read-cache.test.ts holds
  * templates to what compileRead makes of the same variables.
  */
@@ -76,8 +76,6 @@ export interface ReadTemplate {
   readFor(variables: Record<string, unknown> | undefined): CompiledRead | null;
   /** About the memory it holds, in bytes. */
   readonly bytes: number;
-  /** Its reads are searches: kept apart, by their variables' values (a search is no template: its cursors name its store). */
-  readonly search?: true;
 }
 
 /** A variable of type ID (nullable or not) whose value is an id of ours, of this kind. */
@@ -103,13 +101,13 @@ export function compileReadTemplate(
 ): ReadTemplate {
   if (slots.length === 0) {
     const compiled = compileRead(schema, document, operation, variables, run, runRaw);
-    return { readFor: () => compiled, bytes: compiled?.bytes ?? 0, ...(compiled instanceof CompiledSearch && { search: true }) };
+    return { readFor: () => compiled, bytes: compiled?.bytes ?? 0 };
   }
   const standIns = slots.map((slot) => newId(slot.kind));
   const withStandIns = { ...variables, ...Object.fromEntries(slots.map((slot, index) => [slot.name, standIns[index]])) };
   const compiled = compileRead(schema, document, operation, withStandIns, run, runRaw);
   // A search's filter is also read after its statement (its cursors name it): compiled for each request's ids.
-  if (compiled instanceof CompiledSearch) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0, search: true };
+  if (compiled instanceof CompiledSearch) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
   if (!(compiled instanceof CompiledStatement)) return { readFor: () => null, bytes: 0 };
   const places = standIns.map((standIn) => compiled.placesOf(standIn));
   // Not a template after all: each request's read is compiled afresh.

@@ -1,4 +1,4 @@
-import type { FieldNode, SelectionSetNode } from 'graphql';
+import { Kind, type DocumentNode, type FieldNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { WorkspaceAction } from '../domain/access.js';
 import { PATH_MAX_BYTES, SEARCH_SNIPPET_MAX_LENGTH } from '../domain/limits.js';
 import { checkSearchFilter, searchCursorFrom, searchName, type SearchCursor, type SearchFilter } from '../domain/search.js';
@@ -15,6 +15,24 @@ import { keyOf, pageSize, SHORT_FIELD_BYTES, unsupported, type ObjectTypeName, t
  */
 
 export const SEARCH_FIELD = 'searchMemories';
+
+/**
+ * Whether an operation asks for a search at its root (through fragments too): the reads
+ * that may be compiled searches. Read from the document alone, before any plan.
+ */
+export function searchesAtRoot(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+  const seen = new Set<string>();
+  const within = (selections: SelectionSetNode): boolean =>
+    selections.selections.some((selection) => {
+      if (selection.kind === Kind.FIELD) return selection.name.value === SEARCH_FIELD;
+      if (selection.kind === Kind.INLINE_FRAGMENT) return within(selection.selectionSet);
+      if (seen.has(selection.name.value)) return false;
+      seen.add(selection.name.value);
+      const fragment = document.definitions.find((definition) => definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === selection.name.value);
+      return fragment?.kind === Kind.FRAGMENT_DEFINITION && within(fragment.selectionSet);
+    });
+  return within(operation.selectionSet);
+}
 
 /** A field the answer writes from the search's values: a leaf, the hit's memory (`node`), or an object or a list of objects of its own fields. */
 interface Shape {

@@ -9,7 +9,8 @@ import { checkStatementOf, TOKEN_PLACEHOLDER } from './sql.js';
 /**
  * What every compiled read's statement shares: its text, kept once per process (and
  * prepared) while there are few; the runners of each database; the statement of a
- * conditional request (the key and the change mark); and how a row names the key.
+ * conditional request (the key and the change mark; a search checks with its own, search.ts);
+ * and how a row names the key.
  */
 
 /** What a compiled statement says for a token's SHA-256 (null when no unrevoked key has it). */
