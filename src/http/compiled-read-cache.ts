@@ -61,7 +61,13 @@ export class CompiledReadCache {
   compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null {
     const run = this.run;
     if (!run || operation.operation !== 'query') return null;
-    if (this.isSearch(document, operation)) return this.search(operation, variables, () => compileRead(this.schema, document, operation, variables, run, this.runRaw));
+    if (this.isSearch(document, operation)) {
+      const key = exactKeyOf(operation, variables);
+      if (key === null) return compileRead(this.schema, document, operation, variables, run, this.runRaw);
+      let read = this.searches.get(key);
+      if (read === undefined) this.searches.set(key, (read = compileRead(this.schema, document, operation, variables, run, this.runRaw)));
+      return read;
+    }
     const keyed = templateKeyOf(operation, variables);
     if (keyed === null) return compileRead(this.schema, document, operation, variables, run, this.runRaw);
     let template = this.reads.get(keyed.key);
@@ -73,15 +79,6 @@ export class CompiledReadCache {
     let search = this.searching.get(operation);
     if (search === undefined) this.searching.set(operation, (search = searchesAtRoot(document, operation)));
     return search;
-  }
-
-  /** A search's compiled read for these variables, kept apart (`made` compiles it on a miss). */
-  private search(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined, made: () => CompiledRead | null): CompiledRead | null {
-    const key = exactKeyOf(operation, variables);
-    if (key === null) return made();
-    let read = this.searches.get(key);
-    if (read === undefined) this.searches.set(key, (read = made()));
-    return read;
   }
 }
 
@@ -121,13 +118,16 @@ function keyOf(operation: OperationDefinitionNode, variables: Record<string, unk
 /** The ID variables of each operation (compile.ts, idVariablesOf). */
 const idVariables = new WeakMap<OperationDefinitionNode, string[]>();
 
-/** The last template key made: a request asks for it twice in one turn, for its cost and for its compiled read. */
+/** The last keys made: a request asks for its key twice in one turn, for its cost and for its compiled read. */
 let lastTemplateKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; keyed: { key: string; slots: IdSlot[] } | null } | null = null;
+let lastExactKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; key: string | null } | null = null;
 
-/** The key of these very variables: a template's key when no value is an id of ours, as most searches'. */
+/** The key of these very variables (a search's: no slots). */
 function exactKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
-  const keyed = templateKeyOf(operation, variables);
-  return keyed === null || keyed.slots.length > 0 ? keyOf(operation, variables) : keyed.key;
+  if (lastExactKey?.operation === operation && lastExactKey.variables === variables) return lastExactKey.key;
+  const key = keyOf(operation, variables);
+  lastExactKey = { operation, variables, key };
+  return key;
 }
 
 /** The key of a query's read template (compile.ts) with these variables, and its slots: the ID variables whose values are ids of ours. */

@@ -67,7 +67,9 @@ export function compileRead(
  * compiled with a fresh id of the same kind in the place of each such variable (a
  * `slot`), and each request's ids go into the parameters where those fresh ids went. The
  * pipeline keeps templates by operation, the other variables' values and the slots' kinds
- * (http/compiled-read-cache.ts). A template whose fresh ids went anywhere but whole parameters (none does
+ * (http/compiled-read-cache.ts), which keeps searches apart, by their very variables: a
+ * search is no template (its cursors name its store): with a slot, one compiled here is
+ * left to the resolvers. A template whose fresh ids went anywhere but whole parameters (none does
  * today) compiles each request's read afresh. test/compiled-read-cache.test.ts holds
  * templates to what compileRead makes of the same variables.
  */
@@ -106,8 +108,6 @@ export function compileReadTemplate(
   const standIns = slots.map((slot) => newId(slot.kind));
   const withStandIns = { ...variables, ...Object.fromEntries(slots.map((slot, index) => [slot.name, standIns[index]])) };
   const compiled = compileRead(schema, document, operation, withStandIns, run, runRaw);
-  // A search's filter is also read after its statement (its cursors name it): compiled for each request's ids.
-  if (compiled instanceof CompiledSearch) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
   if (!(compiled instanceof CompiledStatement)) return { readFor: () => null, bytes: 0 };
   const places = standIns.map((standIn) => compiled.placesOf(standIn));
   // Not a template after all: each request's read is compiled afresh.

@@ -123,8 +123,13 @@ export class CompiledSearch implements CompiledRead {
     return new CompiledSearch(runners, statementText(text), params, allowed, marked, plan.fields, search);
   }
 
+  /** A statement's rows, with the token's SHA-256 in its place. */
+  private rowsOf(statement: StatementText, params: unknown[], tokenSha256: string, scope: StatementScope | undefined): Promise<Record<string, unknown>[]> {
+    return this.runners.run(statement.text, withToken(params, tokenSha256), { prepare: statement.kept, scope });
+  }
+
   async read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
-    const rows = await this.runners.run(this.statement.text, withToken(this.params, tokenSha256), { prepare: this.statement.kept, scope });
+    const rows = await this.rowsOf(this.statement, this.params, tokenSha256, scope);
     const first = rows[0];
     if (!first) return null;
     const viewer = viewerOfRow(first);
@@ -145,8 +150,7 @@ export class CompiledSearch implements CompiledRead {
       const { text, params } = searchCheckOf(this.plan, this.allowed, this.marked).toQuery();
       this.checkStatement = { statement: statementText(text), params };
     }
-    const { statement, params } = this.checkStatement;
-    const [first] = await this.runners.run(statement.text, withToken(params, tokenSha256), { prepare: statement.kept, scope });
+    const [first] = await this.rowsOf(this.checkStatement.statement, this.checkStatement.params, tokenSha256, scope);
     if (!first) return null;
     return { viewer: viewerOfRow(first), data: null, mark: wordsOfRow(first) ? ((first.mark as string | null) ?? null) : null };
   }
