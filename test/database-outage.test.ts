@@ -6,6 +6,7 @@ import { recordStatements } from '../src/db/statement-count.js';
 import { ensureAdminKey, generateToken } from '../src/domain/api-keys.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { askAgain } from './support/ask-again.js';
 
 /**
  * Database trouble is not a bug of the request: an outage, a database that stops answering,
@@ -19,13 +20,13 @@ const TOKEN = generateToken();
 const LIST = '{ memoryStores(first: 5) { totalCount edges { node { id name } } } }';
 const CREATE = 'mutation ($name: String!) { createMemoryStore(input: { name: $name }) { __typename } }';
 
-async function post(app: App, query: string, variables: Record<string, unknown> = {}) {
+async function post(app: App, query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
   const response = await app.fetch('http://memstore.test/graphql', {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${TOKEN}` },
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${TOKEN}`, ...headers },
     body: JSON.stringify({ query, variables }),
   });
-  return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as any };
+  return { status: response.status, retryAfter: response.headers.get('retry-after'), tag: response.headers.get('etag'), body: (await response.json()) as any };
 }
 
 async function timed<T>(work: () => Promise<T>): Promise<{ result: T; ms: number }> {
@@ -59,10 +60,22 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
 
   it('down: reads and writes answer 503 DATABASE_UNAVAILABLE with Retry-After, /readyz says 503 within a second, /healthz 200; back up, it recovers without a restart', async () => {
     expect((await post(app, LIST)).status).toBe(200);
+    const SEARCHED = '{ searchMemories(query: "outage") { totalCount } }';
+    // A search's tag, to poll with (withheld while the workspace's change mark is unsettled for an instant).
+    const { tag } = await askAgain(() => post(app, SEARCHED), (answer) => answer.tag === null);
+    expect(tag).not.toBeNull();
+    // Polled with it while the database is up: 304 (its check statement answered).
+    const polled = async () =>
+      app.fetch('http://memstore.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${TOKEN}`, 'if-none-match': tag! },
+        body: JSON.stringify({ query: SEARCHED }),
+      });
+    expect((await askAgain(polled, (response) => response.status !== 304)).status).toBe(304);
     await proxy.refuse();
-    // A list and a search (compiled reads, each one statement), and a write.
-    for (const [query, variables] of [[LIST, {}], ['{ searchMemories(query: "outage") { totalCount } }', {}], [CREATE, { name: 'during the outage' }]] as const) {
-      const answer = await post(app, query, variables);
+    // A list and a search (compiled reads, each one statement), a polled search (its check statement), and a write.
+    for (const [query, variables, headers] of [[LIST, {}, {}], [SEARCHED, {}, {}], [SEARCHED, {}, { 'if-none-match': tag! }], [CREATE, { name: 'during the outage' }, {}]] as const) {
+      const answer = await post(app, query, variables, headers);
       expect(answer.status).toBe(503);
       expect(answer.retryAfter).toBe('1');
       expect(answer.body.errors[0].extensions.code).toBe('DATABASE_UNAVAILABLE');
