@@ -29,10 +29,21 @@ export function startServerProcess(env: Record<string, string>, command: readonl
   let stderr = '';
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   const ready = new Promise<string>((resolve, reject) => {
+    // Looked for until found, in the text not yet searched (and the line it may have begun):
+    // a server under load logs a line per request, and searching all of its output again on
+    // every chunk costs the process that holds it time that grows with the square of the output.
+    let searchedUpTo = 0;
+    let listening = false;
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
-      const match = /"msg":"listening","url":"([^"]+)"/.exec(stdout);
-      if (match) resolve(match[1]!);
+      if (listening) return;
+      const lineStart = stdout.lastIndexOf('\n', searchedUpTo - 1) + 1;
+      const match = /"msg":"listening","url":"([^"]+)"/.exec(stdout.slice(lineStart));
+      searchedUpTo = stdout.length;
+      if (match) {
+        listening = true;
+        resolve(match[1]!);
+      }
     });
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
