@@ -20,9 +20,9 @@ export interface AppOptions {
   /**
    * `scoped` gives each request the database under its limits (db/deadline.ts). `run` is
    * needed for compiled reads: without it every read goes to the resolvers. `listen` wakes
-   * live updates.
+   * live updates; `reads` is where their reader reads (default `db`).
    */
-  database: Pick<DatabaseHandle, 'db' | 'ping' | 'scoped'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw' | 'readSnapshot' | 'watchPool' | 'listen'>>;
+  database: Pick<DatabaseHandle, 'db' | 'ping' | 'scoped'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw' | 'readSnapshot' | 'watchPool' | 'listen' | 'reads'>>;
   logger?: Logger;
   /** Pre-filled in GraphiQL's Authorization header (development only). */
   developmentKey?: string | null;
@@ -56,6 +56,7 @@ export function createEventHub(options: AppOptions, logger: Logger): EventHub {
   const { listen, ...live } = options.live ?? {};
   return new EventHub({
     db: database.db,
+    reads: database.reads,
     notifications: listen === false ? undefined : database.listen,
     logger,
     retentionDays: config.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS,

@@ -10,7 +10,7 @@ import { useTestServer } from './support/server.js';
  * The poller reads a batch of events, then what the events of workspaces with streams are
  * about. A workspace's first stream may open meanwhile, its start read before the batch was:
  * the batch may hold events that stream is owed. Here that interleaving is made on purpose,
- * through the poller's database handle: the stream's start is read, writes commit, and the
+ * through the database the poller reads from: the stream's start is read, writes commit, and the
  * stream is registered while the poller loads what the batch's other events are about.
  */
 const server = useTestServer({ live: { slots: new LocalStreamSlots(500), listen: false, pollIntervalMs: 3_600_000, keyCheckIntervalMs: 3_600_000, sweepIntervalMs: 3_600_000 } });
@@ -65,10 +65,10 @@ function interleavedDatabase(db: Database) {
 describe('a workspace whose first stream opens while the poller reads a batch', () => {
   it('is delivered the events of that batch past the stream\'s start, with what they are about', async () => {
     const hub = eventHubOf(server.app);
-    const poller = hub as unknown as { db: Database };
-    const original = poller.db;
+    const poller = hub as unknown as { reads: Database };
+    const original = poller.reads;
     const interleaved = interleavedDatabase(original);
-    poller.db = interleaved.db;
+    poller.reads = interleaved.db;
     const open = (token: string | null) => subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', token, SUBSCRIBE_EVENTS);
     const streams: { close(): void }[] = [];
     try {
@@ -119,7 +119,7 @@ describe('a workspace whose first stream opens while the poller reads a batch', 
       ]);
     } finally {
       for (const stream of streams) stream.close();
-      poller.db = original;
+      poller.reads = original;
     }
   }, 30_000);
 });

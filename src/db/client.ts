@@ -44,6 +44,12 @@ export type RunStatementRaw = (text: string, params: unknown[], options?: RunOpt
 export interface DatabaseHandle {
   /** The database outside any request (startup, live updates' reader, sweeps, key checks). */
   db: Database;
+  /**
+   * The database outside any request for statements that only read, each alone (the
+   * live-update reader's). On PostgreSQL, the compiled reads' connections (read-only): a
+   * read there never waits behind writes that wait for a lock. PGlite: `db`.
+   */
+  reads: Database;
   /** The database for one request's statements, under its scope (deadline.ts). */
   scoped(scope: StatementScope): ScopedDatabase;
   /** One statement outside drizzle, for statements built on every request (prepared on PostgreSQL). */
@@ -95,7 +101,8 @@ export const DEFAULT_DB_POOL_SIZE = 10;
 
 /**
  * How a pool of `size` connections is split. Compiled reads (one statement each, that never
- * waits for a lock a write holds) get a quarter, rounded up: postgres.js hands a statement to
+ * waits for a lock a write holds), and the live-update reader's statements, get a quarter,
+ * rounded up: postgres.js hands a statement to
  * an idle connection while one is left and pipelines it on a busy one only once none is, so
  * on a pool of 20 each of 32 concurrent reads went alone to a backend of its own, one socket
  * write and one backend wake-up each; on a few connections they go several to a write, and
@@ -204,6 +211,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   };
   return {
     db,
+    reads: db,
     scoped: (scope) => new RequestDatabase({ base: db, scope, announcer, client: () => statements.withScope(scope), snapshotClient: null }),
     run: async (text, params, options) => {
       const line = lineFor(text, params, options);
@@ -270,6 +278,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   // compiled reads read the same types the same way.
   Object.assign(reads.options.parsers, pool.options.parsers);
   Object.assign(reads.options.serializers, pool.options.serializers);
+  const readsDb = reads === pool ? db : (drizzlePostgres({ client: preparingStatements(reads, readDemand), schema, logger }) as unknown as Database);
   /** A compiled read on the reads' connections: prepared (postgres-statements.ts), or unprepared. */
   const read = (text: string, params: unknown[], runOptions: RunOptions | undefined) => {
     beforeStatement(runOptions?.scope, text, params);
@@ -295,6 +304,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   let closed = false;
   return {
     db,
+    reads: readsDb,
     run: async (text, params, options) => read(text, params, options),
     runRaw: async (text, params, options) => (await read(text, params, options).raw()) as unknown as (Uint8Array | null)[][],
     kind: 'postgres',

@@ -53,7 +53,10 @@ function laterOf(left: EventPosition, right: EventPosition): EventPosition {
 }
 
 export interface EventHubOptions {
+  /** Where expired events are deleted. */
   db: Database;
+  /** Where events, what they are about and keys are read, each statement alone (DatabaseHandle.reads); default `db`. */
+  reads?: Database;
   /** LISTEN (DatabaseHandle.listen): the poller is woken by every instance's announced writes (db/announcements.ts). Without it, only the timer wakes it. */
   notifications?: (channel: string, onNotify: () => void) => Promise<() => Promise<void>>;
   logger?: Logger;
@@ -81,6 +84,7 @@ export interface OpenStreamOptions {
 
 export class EventHub {
   private readonly db: Database;
+  private readonly reads: Database;
   private readonly logger: Logger;
   private readonly slots: StreamSlots;
   private readonly streams = new Map<string, Set<EventStream>>();
@@ -102,6 +106,7 @@ export class EventHub {
 
   constructor(private readonly options: EventHubOptions) {
     this.db = options.db;
+    this.reads = options.reads ?? options.db;
     this.logger = options.logger ?? silentLogger;
     this.slots = options.slots ?? unlimitedStreamSlots;
     this.batchSize = options.batchSize ?? EVENT_BATCH_SIZE;
@@ -116,7 +121,7 @@ export class EventHub {
   /** Starts the poller on first use: the position of "now", the notifications and the timers. */
   private start(): Promise<void> {
     this.starting ??= asInstanceWork(async () => {
-      this.position = await currentEventHorizon(this.db);
+      this.position = await currentEventHorizon(this.reads);
       if (this.options.notifications) {
         try {
           this.unlisten = await this.options.notifications(EVENTS_CHANNEL, () => asInstanceWork(() => this.wake()));
@@ -158,7 +163,7 @@ export class EventHub {
       await this.start();
       // Without a cursor the stream starts now: past every change committed before it opened,
       // even one the poller has not read yet (its batch still reaches the stream, which skips it).
-      from = cursor?.position ?? laterOf(this.position!, await currentEventHorizon(this.db));
+      from = cursor?.position ?? laterOf(this.position!, await currentEventHorizon(this.reads));
     } catch (error) {
       this.slots.release(viewer.apiKeyId);
       throw error;
@@ -190,9 +195,9 @@ export class EventHub {
     try {
       while (stream.isOpen) {
         const dropped = stream.heldDropped;
-        const page = await readWorkspaceEventsAfter(this.db, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, pageSize);
+        const page = await readWorkspaceEventsAfter(this.reads, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, pageSize);
         const matching = page.filter((event) => stream.matches(event));
-        const subjects = matching.length ? await loadEventSubjects(this.db, matching) : null;
+        const subjects = matching.length ? await loadEventSubjects(this.reads, matching) : null;
         stream.deliver(matching.map((event) => payloadOf(event, subjects!)));
         if (page.length > 0) stream.position = page.at(-1)!.position;
         // Caught up, and every live event since this page's read began is held: live from here.
@@ -247,7 +252,7 @@ export class EventHub {
       do {
         this.pollAgain = false;
         for (;;) {
-          const batch = await readEventBatch(this.db, this.position, this.batchSize);
+          const batch = await readEventBatch(this.reads, this.position, this.batchSize);
           if (batch.length === 0) break;
           // What the events of workspaces with streams are about. A workspace's first stream
           // may open while that is loaded, its start read before this batch was: it may be owed
@@ -259,7 +264,7 @@ export class EventHub {
             const owed = batch.filter((event) => !loaded.has(event.workspaceId) && this.streams.has(event.workspaceId));
             if (owed.length === 0) break;
             for (const event of owed) loaded.add(event.workspaceId);
-            await loadEventSubjects(this.db, owed, subjects);
+            await loadEventSubjects(this.reads, owed, subjects);
           }
           const wanted = batch.filter((event) => this.streams.has(event.workspaceId));
           // Each workspace's events, in order, for its streams to filter.
@@ -308,7 +313,7 @@ export class EventHub {
     }
     if (keys.size === 0) return;
     try {
-      const revoked = new Set((await findRevokedKeys(this.db, [...keys.values()])).map((key) => subjectKey(key.workspaceId, key.apiKeyId)));
+      const revoked = new Set((await findRevokedKeys(this.reads, [...keys.values()])).map((key) => subjectKey(key.workspaceId, key.apiKeyId)));
       if (revoked.size === 0) return;
       for (const group of [...this.streams.values()]) {
         for (const stream of [...group]) {
