@@ -1,18 +1,18 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createApp, eventHubOf } from '../src/app.js';
-import { DEFAULT_DB_POOL_SIZE, poolSizes, rowsOf } from '../src/db/client.js';
-import { postgresUrl } from './support/database.js';
+import { poolSizes, rowsOf } from '../src/db/client.js';
+import { askAgain } from './support/ask-again.js';
+import { postgresUrl, TEST_POOL_SIZE } from './support/database.js';
 import { createMemoryAt, createStoreNamed, eventsOf, subscribeSse, useSecondPool } from './support/live.js';
 import { TestClient, useTestServer } from './support/server.js';
 
 /**
- * The live-update reader reads events, what they are about and keys on the connections that
- * only read (the compiled reads'), each statement alone. On the pool's other connections a
- * statement waits behind those sent before it once every connection is busy — writes waiting
- * for their store's lock, long transactions — and the reader's would wait with them: every
- * stream of the instance late by as long as the slowest of them. PostgreSQL only (PGlite has
- * one connection).
+ * The live-update reader reads events, what they are about and keys on a read-only
+ * connection of its own. On the pool's connections a statement waits behind those sent
+ * before it once every connection is busy — writes waiting for their store's lock, slow
+ * reads — and the reader's would wait with them: every stream of the instance late by as
+ * long as the slowest of them. PostgreSQL only (PGlite has one connection).
  */
 const server = useTestServer();
 
@@ -24,17 +24,15 @@ describe.skipIf(postgresUrl === undefined)('a change made while every connection
     const storeId = await createStoreNamed(client, 'busy');
     const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, 'subscription { memoryEvents { kind memoryId } }');
 
-    // Every connection of the pool that writes (DEFAULT_DB_POOL_SIZE, as the test server's)
-    // busy for 4 s: a statement sent there now waits behind one of them.
-    const { general } = poolSizes(DEFAULT_DB_POOL_SIZE);
+    // Every connection of the test server's pool that writes busy (cancelled at the end): a
+    // statement sent there now waits behind one of them.
+    const { general } = poolSizes(TEST_POOL_SIZE);
     let slept = false;
-    const sleeps = Promise.all(Array.from({ length: general }, () => server.db.execute(sql`select pg_sleep(4)`))).then(() => (slept = true));
-    for (let tries = 0; ; tries += 1) {
-      const [row] = rowsOf(await other().db.execute(sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and query = 'select pg_sleep(4)' and state = 'active'`));
-      if (row!.n === general) break;
-      if (tries > 100) throw new Error('the sleeps did not start');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const sleeps = Promise.all(Array.from({ length: general }, () => server.db.execute(sql`select pg_sleep(60)`).catch(() => null))).then(() => (slept = true));
+    const sleeping = async () =>
+      rowsOf(await other().db.execute(sql`select pid from pg_stat_activity where datname = current_database() and query = 'select pg_sleep(60)' and state = 'active'`)).map((row) => row.pid);
+    expect(await askAgain(sleeping, (pids) => pids.length < general, { times: 500, everyMs: 20 })).toHaveLength(general);
+
     // The change comes through another instance (its own connections), as it would from another server.
     const second = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: other() });
     try {
@@ -47,7 +45,8 @@ describe.skipIf(postgresUrl === undefined)('a change made while every connection
     } finally {
       stream.close();
       await eventHubOf(second).close();
+      for (const pid of await sleeping()) await other().db.execute(sql`select pg_cancel_backend(${pid})`);
       await sleeps;
     }
-  }, 20_000);
+  }, 30_000);
 });

@@ -42,12 +42,13 @@ export type RunStatement = (text: string, params: unknown[], options?: RunOption
 export type RunStatementRaw = (text: string, params: unknown[], options?: RunOptions) => Promise<(Uint8Array | null)[][]>;
 
 export interface DatabaseHandle {
-  /** The database outside any request (startup, live updates' reader, sweeps, key checks). */
+  /** The database outside any request (startup, expired events' sweeps). */
   db: Database;
   /**
-   * The database outside any request for statements that only read, each alone (the
-   * live-update reader's). On PostgreSQL, the compiled reads' connections (read-only): a
-   * read there never waits behind writes that wait for a lock. PGlite: `db`.
+   * The live-update reader's database: statements that only read, each alone (events, what
+   * they are about, keys). On PostgreSQL, a read-only connection of its own, so that its
+   * reads wait neither behind the pool's statements (writes waiting for a store's lock,
+   * slow reads) nor they behind its replays. PGlite: `db`.
    */
   reads: Database;
   /** The database for one request's statements, under its scope (deadline.ts). */
@@ -101,8 +102,7 @@ export const DEFAULT_DB_POOL_SIZE = 10;
 
 /**
  * How a pool of `size` connections is split. Compiled reads (one statement each, that never
- * waits for a lock a write holds), and the live-update reader's statements, get a quarter,
- * rounded up: postgres.js hands a statement to
+ * waits for a lock a write holds) get a quarter, rounded up: postgres.js hands a statement to
  * an idle connection while one is left and pipelines it on a busy one only once none is, so
  * on a pool of 20 each of 32 concurrent reads went alone to a backend of its own, one socket
  * write and one backend wake-up each; on a few connections they go several to a write, and
@@ -278,7 +278,6 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   // compiled reads read the same types the same way.
   Object.assign(reads.options.parsers, pool.options.parsers);
   Object.assign(reads.options.serializers, pool.options.serializers);
-  const readsDb = reads === pool ? db : (drizzlePostgres({ client: preparingStatements(reads, readDemand), schema, logger }) as unknown as Database);
   /** A compiled read on the reads' connections: prepared (postgres-statements.ts), or unprepared. */
   const read = (text: string, params: unknown[], runOptions: RunOptions | undefined) => {
     beforeStatement(runOptions?.scope, text, params);
@@ -299,12 +298,15 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     connection: { synchronous_commit: 'off' },
   });
   const announcer = createAnnouncer(() => announcing`select pg_notify(${EVENTS_CHANNEL}, '')`);
+  // The live-update reader's connection (DatabaseHandle.reads): read-only, opened on its first statement.
+  const liveReading = postgres(databaseUrl, { ...poolOptions, max: 1, connection: { ...poolOptions.connection, default_transaction_read_only: true } });
+  const liveReads = drizzlePostgres({ client: preparingStatements(liveReading, null), schema, logger }) as unknown as Database;
   announcingTransactions(db, announcer);
   const snapshots = new RequestDatabase({ base: db, scope: undefined, announcer, client: () => client, snapshotClient: () => preparingStatements(pool, demand, undefined, READ_SNAPSHOT_BEGIN) });
   let closed = false;
   return {
     db,
-    reads: readsDb,
+    reads: liveReads,
     run: async (text, params, options) => read(text, params, options),
     runRaw: async (text, params, options) => (await read(text, params, options).raw()) as unknown as (Uint8Array | null)[][],
     kind: 'postgres',
@@ -331,7 +333,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       if (closed) return;
       closed = true;
       announcer.close();
-      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
+      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), liveReading.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
     },
   };
 }

@@ -31,13 +31,16 @@ async function openWorkerPglite(): Promise<DatabaseHandle> {
 
 export const postgresUrl: string | undefined = process.env.DATABASE_URL || undefined;
 
+/** PostgreSQL: the connections of a test database's pool (MEMSTORE_DB_POOL_SIZE). */
+export const TEST_POOL_SIZE = 10;
+
 export async function openTestDatabase(): Promise<TestDatabase> {
   if (postgresUrl === undefined) {
     workerPglite ??= openWorkerPglite();
     return { handle: await workerPglite, url: undefined, release: async () => {} };
   }
   const { url, drop } = await createScratchPostgresDatabase();
-  const handle = await createDb({ databaseUrl: url, dataDir: 'memory://', poolSize: 10 });
+  const handle = await createDb({ databaseUrl: url, dataDir: 'memory://', poolSize: TEST_POOL_SIZE });
   return {
     handle,
     url,

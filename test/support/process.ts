@@ -34,8 +34,11 @@ export function startServerProcess(env: Record<string, string>, command: readonl
     // every chunk costs the process that holds it time that grows with the square of the output.
     let searchedUpTo = 0;
     let listening = false;
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
+    // Decoded as a stream, so that a character split between chunks arrives whole.
+    child.stdout!.setEncoding('utf8');
+    child.stderr!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      stdout += chunk;
       if (listening) return;
       const lineStart = stdout.lastIndexOf('\n', searchedUpTo - 1) + 1;
       const match = /"msg":"listening","url":"([^"]+)"/.exec(stdout.slice(lineStart));
@@ -45,8 +48,8 @@ export function startServerProcess(env: Record<string, string>, command: readonl
         resolve(match[1]!);
       }
     });
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
+    child.stderr!.on('data', (chunk: string) => {
+      stderr += chunk;
     });
     void exited.then((code) => reject(new Error(`server exited with ${code} before listening:\n${stderr}`)));
   });
