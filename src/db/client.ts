@@ -267,9 +267,11 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     ...(options.statementTimeoutMs === undefined ? {} : { connection: { statement_timeout: options.statementTimeoutMs } }),
   };
   const pool = postgres(databaseUrl, { ...poolOptions, max: sizes.general });
-  // Compiled reads' connections refuse writes: each statement is a read-only transaction
-  // of its own (a read running alone has no READ ONLY transaction around it to refuse one).
-  const reads = sizes.reads === 0 ? pool : postgres(databaseUrl, { ...poolOptions, max: sizes.reads, connection: { ...poolOptions.connection, default_transaction_read_only: true } });
+  // Compiled reads' connections, and the live-update reader's, refuse writes: each statement
+  // is a read-only transaction of its own (a read running alone has no READ ONLY transaction
+  // around it to refuse one).
+  const readOnly = { ...poolOptions, connection: { ...poolOptions.connection, default_transaction_read_only: true } };
+  const reads = sizes.reads === 0 ? pool : postgres(databaseUrl, { ...readOnly, max: sizes.reads });
   const demand = new PoolDemand(sizes.general);
   const readDemand = reads === pool ? demand : new PoolDemand(sizes.reads);
   const client = preparingStatements(pool, demand);
@@ -298,8 +300,8 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     connection: { synchronous_commit: 'off' },
   });
   const announcer = createAnnouncer(() => announcing`select pg_notify(${EVENTS_CHANNEL}, '')`);
-  // The live-update reader's connection (DatabaseHandle.reads): read-only, opened on its first statement.
-  const liveReading = postgres(databaseUrl, { ...poolOptions, max: 1, connection: { ...poolOptions.connection, default_transaction_read_only: true } });
+  // The live-update reader's connection (DatabaseHandle.reads), opened on its first statement.
+  const liveReading = postgres(databaseUrl, { ...readOnly, max: 1 });
   const liveReads = drizzlePostgres({ client: preparingStatements(liveReading, null), schema, logger }) as unknown as Database;
   announcingTransactions(db, announcer);
   const snapshots = new RequestDatabase({ base: db, scope: undefined, announcer, client: () => client, snapshotClient: () => preparingStatements(pool, demand, undefined, READ_SNAPSHOT_BEGIN) });

@@ -118,25 +118,25 @@ function keyOf(operation: OperationDefinitionNode, variables: Record<string, unk
 /** The ID variables of each operation (compile.ts, idVariablesOf). */
 const idVariables = new WeakMap<OperationDefinitionNode, string[]>();
 
-/** The last keys made: a request asks for its key twice in one turn, for its cost and for its compiled read. */
-let lastTemplateKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; keyed: { key: string; slots: IdSlot[] } | null } | null = null;
-let lastExactKey: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; key: string | null } | null = null;
+/**
+ * `compute`, remembering its last answer: a request asks for its key twice in one turn, for
+ * its cost and for its compiled read.
+ */
+function rememberingLast<T>(compute: (operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined) => T) {
+  let last: { operation: OperationDefinitionNode; variables: Record<string, unknown> | undefined; value: T } | null = null;
+  return (operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): T => {
+    if (last?.operation === operation && last.variables === variables) return last.value;
+    const value = compute(operation, variables);
+    last = { operation, variables, value };
+    return value;
+  };
+}
 
 /** The key of these very variables (a search's: no slots). */
-function exactKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): string | null {
-  if (lastExactKey?.operation === operation && lastExactKey.variables === variables) return lastExactKey.key;
-  const key = keyOf(operation, variables);
-  lastExactKey = { operation, variables, key };
-  return key;
-}
+const exactKeyOf = rememberingLast((operation, variables) => keyOf(operation, variables));
 
 /** The key of a query's read template (compile.ts) with these variables, and its slots: the ID variables whose values are ids of ours. */
-function templateKeyOf(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
-  if (lastTemplateKey?.operation === operation && lastTemplateKey.variables === variables) return lastTemplateKey.keyed;
-  const keyed = templateKeyWithSlots(operation, variables);
-  lastTemplateKey = { operation, variables, keyed };
-  return keyed;
-}
+const templateKeyOf = rememberingLast(templateKeyWithSlots);
 
 function templateKeyWithSlots(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): { key: string; slots: IdSlot[] } | null {
   let names = idVariables.get(operation);
