@@ -49,4 +49,26 @@ describe.skipIf(postgresUrl === undefined)('a change made while every connection
       await sleeps;
     }
   }, 30_000);
+
+  it('keeps reaching the streams when the database drops every connection, the reader\'s among them', async () => {
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'dropped');
+    const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, 'subscription { memoryEvents { kind memoryId } }');
+    const second = createApp({ config: { nodeEnv: 'test', graphiql: false }, database: other() });
+    const writer = new TestClient(second, client.token, client.workspaceId);
+    try {
+      const before = await createMemoryAt(writer, storeId, 'before.md', 'read on the reader\'s connection');
+      expect(eventsOf(await stream.waitFor(1, 5000)).map((event) => event.memoryId)).toEqual([before.id]);
+      const sessions = async () =>
+        rowsOf(await other().db.execute(sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()`))[0]!.n as number;
+      expect(await sessions()).toBeGreaterThan(1);
+      // Every session of this database but the one that asks: the test server's pool, its listener, its reader.
+      await other().db.execute(sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()`);
+      const after = await createMemoryAt(writer, storeId, 'after.md', 'read on a new connection');
+      expect(eventsOf(await stream.waitFor(2, 10_000)).map((event) => event.memoryId)).toEqual([before.id, after.id]);
+    } finally {
+      stream.close();
+      await eventHubOf(second).close();
+    }
+  }, 30_000);
 });
