@@ -3,6 +3,7 @@ import { eventHubOf } from '../src/app.js';
 import { LocalStreamSlots } from '../src/subscriptions/stream-slots.js';
 import { countStatements, recordStatements } from '../src/db/statement-count.js';
 import type { Socket } from 'node:net';
+import { comparePositions } from '../src/domain/events.js';
 import { settledMark } from './support/ask-again.js';
 import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
 import { useTestServer } from './support/server.js';
@@ -17,8 +18,29 @@ import { useTestServer } from './support/server.js';
 const server = useTestServer({ live: { slots: new LocalStreamSlots(500), listen: false, pollIntervalMs: 3_600_000, keyCheckIntervalMs: 3_600_000, sweepIntervalMs: 3_600_000 } });
 const WRITES = 8;
 
+/**
+ * Polls once, counting its statements, and says whether that one poll read up to the
+ * workspace's newest event. On PostgreSQL a writing transaction of another database (another
+ * test file) that ends while the poll computes its horizon holds the horizon for that
+ * statement (drizzle/0010): the poll stops short, as it may on a busy server, where the next
+ * poll delivers the rest. A measurement of one poll is then taken again.
+ */
+async function countedPoll(workspaceId: string): Promise<{ statements: number; complete: boolean }> {
+  const hub = eventHubOf(server.app);
+  const mark = await settledMark(server.db, workspaceId);
+  const [xid, id] = mark.split('.');
+  const newest = { xid: BigInt(xid!), id: Number(id) };
+  const { statements } = await countStatements(() => hub.poll());
+  return { statements, complete: comparePositions(hub.readPosition!, newest) >= 0 };
+}
+
+/** Polls until the poller has read up to the workspace's newest event (one poll, but for the case above). */
+async function pollThrough(workspaceId: string): Promise<void> {
+  for (let attempt = 0; attempt < 50 && !(await countedPoll(workspaceId)).complete; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
 /** Opens `subscribers` streams (the i-th with `queries[i % queries.length]`), writes, polls once: the statements of each part. */
-async function deliveryCost(subscribers: number, queries: readonly string[] = [SUBSCRIBE_EVENTS]): Promise<{ poll: number; streams: number; events: number }> {
+async function deliveryCost(subscribers: number, queries: readonly string[] = [SUBSCRIBE_EVENTS], attempts = 3): Promise<{ poll: number; streams: number; events: number }> {
   const client = await server.newWorkspace();
   const storeId = await createStoreNamed(client, `fan-out ${subscribers}`);
   const hub = eventHubOf(server.app);
@@ -33,11 +55,11 @@ async function deliveryCost(subscribers: number, queries: readonly string[] = [S
   });
   const afterOpening = streamStatements.length;
   for (let index = 0; index < WRITES; index += 1) await createMemoryAt(client, storeId, `m${index}.md`, `content ${index}`);
-  // Under load a transaction of another database can be counted as running for an instant,
-  // holding the newest events back from the one poll below (the workspace's change mark is
-  // then unsettled): it polls once that has passed.
-  await settledMark(server.db, client.workspaceId);
-  const { statements: poll } = await countStatements(() => hub.poll());
+  const poll = await countedPoll(client.workspaceId);
+  if (!poll.complete && attempts > 1) {
+    for (const stream of streams) stream.close();
+    return deliveryCost(subscribers, queries, attempts - 1);
+  }
   let events = 0;
   for (const stream of streams) {
     const received = eventsOf(await stream.waitFor(WRITES));
@@ -45,7 +67,7 @@ async function deliveryCost(subscribers: number, queries: readonly string[] = [S
     events += received.length;
   }
   for (const stream of streams) stream.close();
-  return { poll, streams: streamStatements.length - afterOpening, events };
+  return { poll: poll.statements, streams: streamStatements.length - afterOpening, events };
 }
 
 describe('delivering one batch of writes', () => {
@@ -72,7 +94,7 @@ describe('delivering one batch of writes', () => {
     await createMemoryAt(client, storeId, 'before.md', 'committed before the stream opened');
     const stream = await open();
     await createMemoryAt(client, storeId, 'after.md', 'committed after it opened');
-    await hub.poll();
+    await pollThrough(client.workspaceId);
     expect(eventsOf(await stream.waitFor(1)).map((event) => [event.kind, event.memory?.path])).toEqual([['MEMORY_CREATED', 'after.md']]);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(stream.results).toHaveLength(1);
@@ -119,7 +141,7 @@ describe('a batch of events on a real socket', () => {
       for (let index = 0; index < 20; index += 1) await createMemoryAt(client, storeId, `batch/${index}.md`, `event ${index}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
       flushes = 0;
-      await hub.poll();
+      await pollThrough(client.workspaceId);
       for (const stream of [sse, ws]) expect(eventsOf(await stream.waitFor(20)).map((event) => event.memory.path)).toEqual(Array.from({ length: 20 }, (_, index) => `batch/${index}.md`));
       // 40 events: one flush per socket (a little slack for a keep-alive).
       expect(flushes).toBeLessThanOrEqual(4);

@@ -118,6 +118,11 @@ export class EventHub {
     return this.streamCount;
   }
 
+  /** How far the poller has read: every committed event before this position has been fanned out (null before it starts). */
+  get readPosition(): EventPosition | null {
+    return this.position;
+  }
+
   /** Starts the poller on first use: the position of "now", the notifications and the timers. */
   private start(): Promise<void> {
     this.starting ??= asInstanceWork(async () => {
