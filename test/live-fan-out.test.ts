@@ -3,9 +3,7 @@ import { eventHubOf } from '../src/app.js';
 import { LocalStreamSlots } from '../src/subscriptions/stream-slots.js';
 import { countStatements, recordStatements } from '../src/db/statement-count.js';
 import type { Socket } from 'node:net';
-import { comparePositions } from '../src/domain/events.js';
-import { settledMark } from './support/ask-again.js';
-import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
+import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, pollReaching, pollThrough, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -18,25 +16,14 @@ import { useTestServer } from './support/server.js';
 const server = useTestServer({ live: { slots: new LocalStreamSlots(500), listen: false, pollIntervalMs: 3_600_000, keyCheckIntervalMs: 3_600_000, sweepIntervalMs: 3_600_000 } });
 const WRITES = 8;
 
-/**
- * Polls once, counting its statements, and says whether that one poll read up to the
- * workspace's newest event. On PostgreSQL a writing transaction of another database (another
- * test file) that ends while the poll computes its horizon holds the horizon for that
- * statement (drizzle/0010): the poll stops short, as it may on a busy server, where the next
- * poll delivers the rest. A measurement of one poll is then taken again.
- */
+/** One poll's statements, and whether it read up to the workspace's newest event (pollReaching); a measurement of one poll that stopped short is taken again. */
 async function countedPoll(workspaceId: string): Promise<{ statements: number; complete: boolean }> {
   const hub = eventHubOf(server.app);
-  const mark = await settledMark(server.db, workspaceId);
-  const [xid, id] = mark.split('.');
-  const newest = { xid: BigInt(xid!), id: Number(id) };
-  const { statements } = await countStatements(() => hub.poll());
-  return { statements, complete: comparePositions(hub.readPosition!, newest) >= 0 };
-}
-
-/** Polls until the poller has read up to the workspace's newest event (one poll, but for the case above). */
-async function pollThrough(workspaceId: string): Promise<void> {
-  for (let attempt = 0; attempt < 50 && !(await countedPoll(workspaceId)).complete; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+  let statements = 0;
+  const complete = await pollReaching(hub, server.db, workspaceId, async () => {
+    ({ statements } = await countStatements(() => hub.poll()));
+  });
+  return { statements, complete };
 }
 
 /** Opens `subscribers` streams (the i-th with `queries[i % queries.length]`), writes, polls once: the statements of each part. */
@@ -94,7 +81,7 @@ describe('delivering one batch of writes', () => {
     await createMemoryAt(client, storeId, 'before.md', 'committed before the stream opened');
     const stream = await open();
     await createMemoryAt(client, storeId, 'after.md', 'committed after it opened');
-    await pollThrough(client.workspaceId);
+    await pollThrough(hub, server.db, client.workspaceId);
     expect(eventsOf(await stream.waitFor(1)).map((event) => [event.kind, event.memory?.path])).toEqual([['MEMORY_CREATED', 'after.md']]);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(stream.results).toHaveLength(1);
@@ -141,7 +128,7 @@ describe('a batch of events on a real socket', () => {
       for (let index = 0; index < 20; index += 1) await createMemoryAt(client, storeId, `batch/${index}.md`, `event ${index}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
       flushes = 0;
-      await pollThrough(client.workspaceId);
+      await pollThrough(hub, server.db, client.workspaceId);
       for (const stream of [sse, ws]) expect(eventsOf(await stream.waitFor(20)).map((event) => event.memory.path)).toEqual(Array.from({ length: 20 }, (_, index) => `batch/${index}.md`));
       // 40 events: one flush per socket (a little slack for a keep-alive).
       expect(flushes).toBeLessThanOrEqual(4);

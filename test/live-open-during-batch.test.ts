@@ -3,7 +3,7 @@ import { eventHubOf } from '../src/app.js';
 import type { Database } from '../src/db/client.js';
 import { LocalStreamSlots } from '../src/subscriptions/stream-slots.js';
 import { askAgain } from './support/ask-again.js';
-import { createMemoryAt, createStoreNamed, eventsOf, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
+import { createMemoryAt, createStoreNamed, eventsOf, pollThrough, subscribeSse, SUBSCRIBE_EVENTS } from './support/live.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -108,7 +108,7 @@ describe('a workspace whose first stream opens while the poller reads a batch', 
         );
         expect(registered).toBe(before + 1);
       });
-      await hub.poll();
+      await pollThrough(hub, server.db, late.workspaceId);
 
       const stream = await opening;
       streams.push(stream);

@@ -5,10 +5,13 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { App } from '../../src/app.js';
 import { createDb, type Database, type DatabaseHandle } from '../../src/db/client.js';
+import { comparePositions } from '../../src/domain/events.js';
 import { insertMemoryLocked, lockActiveStore } from '../../src/domain/memories/locked-writes.js';
 import { writerOf, type Viewer } from '../../src/domain/viewer.js';
 import { attachWebSocket, type WebSocketTransport } from '../../src/http/websocket.js';
 import { silentLogger } from '../../src/logger.js';
+import type { EventHub } from '../../src/subscriptions/event-hub.js';
+import { settledMark } from './ask-again.js';
 
 /** One result of a stream: an event's data, or the errors that ended it. */
 export interface StreamResult {
@@ -262,4 +265,22 @@ export async function holdWriteOpen(db: Database, viewer: Viewer, memoryStoreId:
       await transaction;
     },
   };
+}
+
+/**
+ * Polls once (the poller driven by hand) and says whether that poll read up to the
+ * workspace's newest event. On PostgreSQL a writing transaction of another database (another
+ * test file) that ends while the poll computes its horizon holds the horizon for that
+ * statement (drizzle/0010): the poll stops short, as it may on a busy server, where the next
+ * poll delivers the rest. `poll` runs the poll (to count its statements, say).
+ */
+export async function pollReaching(hub: EventHub, db: Database, workspaceId: string, poll: () => Promise<unknown> = () => hub.poll()): Promise<boolean> {
+  const [xid, id] = (await settledMark(db, workspaceId)).split('.');
+  await poll();
+  return comparePositions(hub.readPosition!, { xid: BigInt(xid!), id: Number(id) }) >= 0;
+}
+
+/** Polls until the poller has read up to the workspace's newest event: one poll, but for the case pollReaching describes. */
+export async function pollThrough(hub: EventHub, db: Database, workspaceId: string): Promise<void> {
+  for (let attempt = 0; attempt < 50 && !(await pollReaching(hub, db, workspaceId)); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 100));
 }
