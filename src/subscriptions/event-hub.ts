@@ -134,8 +134,22 @@ export class EventHub {
           this.logger.warn('live updates: cannot LISTEN; new events are found by polling only', { error });
         }
       }
+      // A run that outlasts its interval (a slow database, a sweep of a long backlog) is not
+      // joined by another: ticks pass until it ends.
       const every = (ms: number, work: () => unknown) => {
-        const timer = setInterval(() => asInstanceWork(() => void work()), ms);
+        let running = false;
+        const timer = setInterval(
+          () =>
+            asInstanceWork(() => {
+              if (running) return;
+              running = true;
+              void Promise.resolve()
+                .then(work)
+                .catch((error: unknown) => this.logger.warn('live updates: background work failed', { error }))
+                .finally(() => (running = false));
+            }),
+          ms,
+        );
         timer.unref();
         this.timers.push(timer);
       };
