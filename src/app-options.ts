@@ -22,7 +22,7 @@ export interface AppOptions {
    * needed for compiled reads: without it every read goes to the resolvers. `listen` wakes
    * live updates; `reads` is where their reader reads (default `db`).
    */
-  database: Pick<DatabaseHandle, 'db' | 'ping' | 'scoped'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw' | 'readSnapshot' | 'watchPool' | 'listen' | 'reads'>>;
+  database: Pick<DatabaseHandle, 'db' | 'ping' | 'scoped'> & Partial<Pick<DatabaseHandle, 'run' | 'runRaw' | 'readSnapshot' | 'watchPool' | 'listen' | 'reads' | 'replays'>>;
   logger?: Logger;
   /** Pre-filled in GraphiQL's Authorization header (development only). */
   developmentKey?: string | null;
@@ -57,6 +57,7 @@ export function createEventHub(options: AppOptions, logger: Logger): EventHub {
   return new EventHub({
     db: database.db,
     reads: database.reads,
+    replays: database.replays,
     notifications: listen === false ? undefined : database.listen,
     logger,
     retentionDays: config.eventRetentionDays ?? DEFAULT_EVENT_RETENTION_DAYS,

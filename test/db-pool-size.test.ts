@@ -14,12 +14,12 @@ import { parsePrometheusText } from './support/prometheus.js';
  * MEMSTORE_DB_POOL_SIZE bounds the PostgreSQL connections a server opens for its requests:
  * many concurrent requests, reads that hold a snapshot and writes, share that many
  * connections and all succeed. Besides the pool, a server keeps one connection for its
- * readiness check, one that announces committed writes, one that listens for live updates
- * and one that reads them.
+ * readiness check, one that announces committed writes, one that listens for live updates,
+ * one that reads them and one that replays them to streams that resume or fall behind.
  */
 
 const POOL_SIZE = 2;
-const OWN_CONNECTIONS = 4;
+const OWN_CONNECTIONS = 5;
 const CONCURRENT = 40;
 const WORKSPACE_ID = 'pool-size';
 const TOKEN = generateToken();

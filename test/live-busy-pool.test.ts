@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { createApp, eventHubOf } from '../src/app.js';
-import { poolSizes, rowsOf } from '../src/db/client.js';
+import { poolSizes, rowsOf, type Database } from '../src/db/client.js';
 import { askAgain } from './support/ask-again.js';
 import { postgresUrl, TEST_POOL_SIZE } from './support/database.js';
 import { createMemoryAt, createStoreNamed, eventsOf, subscribeSse, useSecondPool } from './support/live.js';
@@ -48,6 +48,41 @@ describe.skipIf(postgresUrl === undefined)('a change made while every connection
       for (const pid of await sleeping()) await other().db.execute(sql`select pg_cancel_backend(${pid})`);
       await sleeps;
     }
+  }, 30_000);
+
+  it('reaches live streams at once while the replays\' connection is busy, and the resuming stream catches up once it is free', async () => {
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'replaying');
+    const open = (after?: string) =>
+      subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, 'subscription($after: String) { memoryEvents(after: $after) { cursor kind memoryId } }', after ? { after } : {});
+    const live = await open();
+    const first = await createMemoryAt(client, storeId, 'first.md', 'before the replays are busy');
+    const cursor = eventsOf(await live.waitFor(1, 5000))[0]!.cursor as string;
+    const missed = await createMemoryAt(client, storeId, 'missed.md', 'after the cursor');
+
+    // The replays' connection busy (as many streams replaying at once would keep it), cancelled below.
+    const replays = (eventHubOf(server.app) as unknown as { replays: Database }).replays;
+    const sleep = replays.execute(sql`select pg_sleep(60)`).catch(() => null);
+    const sleeping = async () =>
+      rowsOf(await other().db.execute(sql`select pid from pg_stat_activity where datname = current_database() and query = 'select pg_sleep(60)' and state = 'active'`)).map((row) => row.pid);
+    expect(await askAgain(sleeping, (pids) => pids.length < 1, { times: 500, everyMs: 20 })).toHaveLength(1);
+    const resumed = await open(cursor);
+    let during: { id: string } = { id: '' };
+    try {
+      const startedAt = performance.now();
+      during = await createMemoryAt(client, storeId, 'during.md', 'while a replay waits');
+      expect(eventsOf(await live.waitFor(3, 3000)).map((event) => event.memoryId)).toEqual([first.id, missed.id, during.id]);
+      expect(performance.now() - startedAt).toBeLessThan(2000);
+      expect(resumed.results).toEqual([]);
+    } finally {
+      for (const pid of await sleeping()) await other().db.execute(sql`select pg_cancel_backend(${pid})`);
+      await sleep;
+    }
+    expect(eventsOf(await resumed.waitFor(2, 5000)).map((event) => event.memoryId)).toEqual([missed.id, during.id]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(resumed.results).toHaveLength(2);
+    live.close();
+    resumed.close();
   }, 30_000);
 
   it('keeps reaching the streams when the database drops every connection, the reader\'s among them', async () => {

@@ -106,7 +106,7 @@ describe('revoking a key', () => {
 });
 
 describe('a consumer that stops reading', () => {
-  it(`is cut off with SLOW_CONSUMER once more than the buffer (${SMALL_BUFFER} events here) waits, and resumes from its last cursor`, () =>
+  it(`is cut off with SLOW_CONSUMER once more than its buffer (${SMALL_BUFFER} events here) waits and it has taken nothing for ${REPLAY_STALL_MS / 1000} s, and resumes from its last cursor`, () =>
     onRealServer('slow', async (http, client, storeId) => {
       // A real socket that reads the first events, then stops reading (the kernel's buffers fill, then the stream's).
       const socket = net.connect(Number(new globalThis.URL(http.url).port), '127.0.0.1');
@@ -137,7 +137,7 @@ describe('a consumer that stops reading', () => {
 });
 
 describe('a WebSocket consumer that stops reading', () => {
-  it('is cut off with SLOW_CONSUMER once what waits unsent passes the bound, though graphql-ws takes every result at once; it resumes from its last cursor', () =>
+  it(`is cut off with SLOW_CONSUMER once what waits passes its buffer and it has taken nothing for ${REPLAY_STALL_MS / 1000} s, though graphql-ws takes every result at once; it resumes from its last cursor`, () =>
     onRealServer('slow ws', async (http, client, storeId) => {
       const { ws, messages, socket } = await graphqlWs(http.wsUrl, client.token, { memoryStoreId: storeId });
       const closed = new Promise((resolve) => ws.once('close', resolve));
@@ -276,13 +276,15 @@ async function onRealServer(storeName: string, work: (http: Listening, client: T
 
 /**
  * The consumer stops reading (the kernel's buffers fill, then the server's) while m1 … m(total-1)
- * of 100 KB are written: its stream is cut off meanwhile. Then it reads again.
+ * of 100 KB are written: the stream falls behind its buffer, and is cut off once its consumer
+ * has taken nothing for REPLAY_STALL_MS. Then it reads again.
  */
 async function stopReadingWhileWriting(socket: net.Socket, client: TestClient, storeId: string, total: number): Promise<void> {
   socket.pause();
   for (let index = 1; index < total; index += 1) await createMemoryAt(client, storeId, `m${index}.md`, LARGE);
-  await new Promise((resolve) => setTimeout(resolve, 600));
-  expect(eventHubOf(server.app).openStreams).toBe(0);
+  const hub = eventHubOf(server.app);
+  for (let waited = 0; waited < REPLAY_STALL_MS + 5_000 && hub.openStreams > 0; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(hub.openStreams).toBe(0);
   socket.resume();
 }
 

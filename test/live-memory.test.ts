@@ -63,7 +63,7 @@ describe.skipIf(process.platform !== 'linux')('server memory with many streams',
     await drop?.();
   });
 
-  it('stays within 50 MB of its warmed-up RSS with 500 idle streams, and a stalled stream adds less than 25 MB over the same writes without it (it holds at most STREAM_BUFFER_BYTES)', async () => {
+  it('stays within 50 MB of its warmed-up RSS with 500 idle streams, and a stalled stream adds less than 35 MB over the same writes without it (it holds at most its buffer and the live events held while it is behind)', async () => {
     const store = (await post('mutation { createMemoryStore(input: { name: "rss" }) { ... on CreateMemoryStoreSuccess { memoryStore { id } } } }')).data.createMemoryStore.memoryStore.id;
     const write = (path: string, content: string) =>
       post('mutation($s: ID!, $p: String!, $c: String!) { createMemory(input: { memoryStoreId: $s, path: $p, content: $c }) { __typename } }', { s: store, p: path, c: content });
@@ -118,7 +118,10 @@ describe.skipIf(process.platform !== 'linux')('server memory with many streams',
         `peak ${(control / MB).toFixed(1)} MB over 300 writes of 100 KB with no stream; peak ${(peak / MB).toFixed(1)} MB over 300 more with one stalled stream (+${((peak - control) / MB).toFixed(1)} MB over the control)`,
     );
     expect(withIdle - start).toBeLessThan(50 * MB);
-    // 4 MiB of buffer and the socket's bytes; all 300 events of 100 KB held would be 30 MB.
-    if (databaseUrl) expect(peak - control).toBeLessThan(25 * MB);
+    // Its buffer (4 MiB of content), the live events held while it is behind (1 MiB) and the
+    // socket's bytes, kept until it is cut off after 30 s of reading nothing, and the garbage
+    // they leave; all 300 events held would be 60 MB (each holds its memory's and its
+    // version's 100 KB).
+    if (databaseUrl) expect(peak - control).toBeLessThan(35 * MB);
   }, 120_000);
 });

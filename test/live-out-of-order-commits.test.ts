@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { authenticate } from '../src/domain/api-keys.js';
 import { asc, desc, eq, sql } from 'drizzle-orm';
 import { memoryEvents } from '../src/db/schema.js';
-import { encodeEventCursor, listWorkspaceEvents, readWorkspaceChangeMark } from '../src/domain/events.js';
+import { encodeEventCursor, listWorkspaceEvents, readWorkspaceChangeMark, readWorkspaceEventsAfter, type EventPosition } from '../src/domain/events.js';
 import postgres from 'postgres';
 import { ANNOUNCEMENTS_APPLICATION_NAME, ReservedApplicationNameError } from '../src/db/announcements.js';
 import { createDb } from '../src/db/client.js';
@@ -26,6 +26,29 @@ function committedRows(workspaceId: string) {
 
 describe.skipIf(postgresUrl === undefined)('two writes committing out of the order of their event positions', () => {
   const other = useSecondPool(server);
+
+  it('are read by a replay as far as the live reader has passed, whatever the horizon says: a position it passed is committed for good', async () => {
+    const client = await server.newWorkspace();
+    const storeA = await createStoreNamed(client, 'held');
+    const storeB = await createStoreNamed(client, 'quick');
+    const viewer = (await authenticate(server.db, client.token!))!;
+    const transactionA = await holdWriteOpen(other().db, viewer, storeA, 'held.md', 'first position, last commit');
+    try {
+      await createMemoryAt(client, storeB, 'quick.md', 'second position, first commit');
+      const rows = await committedRows(client.workspaceId);
+      const quick = { xid: BigInt(String(rows.at(-1)!.xid)), id: Number(rows.at(-1)!.id) };
+      const beforeQuick = { xid: BigInt(String(rows.at(-2)!.xid)), id: Number(rows.at(-2)!.id) };
+      const read = async (known: EventPosition | null) =>
+        (await readWorkspaceEventsAfter(server.db, client.workspaceId, null, { xid: 0n, id: 0 }, 100, known)).map((event) => event.kind);
+      // The horizon stops at A, which is running: B is not read, unless the position given is past it.
+      expect(await read(null)).toEqual(['store_created', 'store_created']);
+      expect(await read(beforeQuick)).toEqual(['store_created', 'store_created']);
+      expect(await read(quick)).toEqual(['store_created', 'store_created', 'memory_created']);
+    } finally {
+      await transactionA.commit();
+    }
+    expect(await readWorkspaceEventsAfter(server.db, client.workspaceId, null, { xid: 0n, id: 0 }, 100)).toHaveLength(4);
+  });
 
   it('are both delivered, once each, the held one first, and the later one only once the held one has committed', async () => {
     const client = await server.newWorkspace();

@@ -51,6 +51,13 @@ export interface DatabaseHandle {
    * slow reads) nor they behind its replays. PGlite: `db`.
    */
   reads: Database;
+  /**
+   * The live-update replays' database (a resuming stream, or one that fell behind): reads of
+   * the same kind as `reads`. On PostgreSQL a read-only connection of its own, so that many
+   * streams replaying at once (after a burst of large writes, say) do not hold up the
+   * reader's new events for every other stream. PGlite: `db`.
+   */
+  replays: Database;
   /** The database for one request's statements, under its scope (deadline.ts). */
   scoped(scope: StatementScope): ScopedDatabase;
   /** One statement outside drizzle, for statements built on every request (prepared on PostgreSQL). */
@@ -212,6 +219,7 @@ async function openPglite(options: DatabaseOptions): Promise<DatabaseHandle> {
   return {
     db,
     reads: db,
+    replays: db,
     scoped: (scope) => new RequestDatabase({ base: db, scope, announcer, client: () => statements.withScope(scope), snapshotClient: null }),
     run: async (text, params, options) => {
       const line = lineFor(text, params, options);
@@ -303,12 +311,16 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
   // The live-update reader's connection (DatabaseHandle.reads), opened on its first statement.
   const liveReading = postgres(databaseUrl, { ...readOnly, max: 1 });
   const liveReads = drizzlePostgres({ client: preparingStatements(liveReading, null), schema, logger }) as unknown as Database;
+  // The live-update replays' connection (DatabaseHandle.replays), opened on its first statement.
+  const replaying = postgres(databaseUrl, { ...readOnly, max: 1 });
+  const replayReads = drizzlePostgres({ client: preparingStatements(replaying, null), schema, logger }) as unknown as Database;
   announcingTransactions(db, announcer);
   const snapshots = new RequestDatabase({ base: db, scope: undefined, announcer, client: () => client, snapshotClient: () => preparingStatements(pool, demand, undefined, READ_SNAPSHOT_BEGIN) });
   let closed = false;
   return {
     db,
     reads: liveReads,
+    replays: replayReads,
     run: async (text, params, options) => read(text, params, options),
     runRaw: async (text, params, options) => (await read(text, params, options).raw()) as unknown as (Uint8Array | null)[][],
     kind: 'postgres',
@@ -335,7 +347,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       if (closed) return;
       closed = true;
       announcer.close();
-      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), liveReading.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
+      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), liveReading.end({ timeout: 5 }), replaying.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
     },
   };
 }

@@ -200,20 +200,39 @@ export async function readEventBatch(db: Database, after: EventPosition, limit: 
   return rowsOf(result).map(eventOf);
 }
 
-/** A workspace's committed events after `after` (one store's, when given), for a stream that resumes. */
+/** An event a replay reads, with what its memory (as it is now) and its version hold in content: a replay loads what its events are about in slices of about so much. */
+export interface ReplayEventRecord extends MemoryEventRecord {
+  contentBytes: number;
+}
+
+/**
+ * A workspace's committed events after `after` (one store's, when given), for a stream that
+ * replays. `known`: a position every event at or before which is committed for good (the
+ * live reader's, which read them below an earlier horizon): those are read whatever the
+ * horizon says now. The horizon may read lower for an instant than it did (a transaction of
+ * another database that ends while it is computed, drizzle/0010); a replay that then missed
+ * events the live reader had already handed on would leave a gap where it joins the live
+ * events.
+ */
 export async function readWorkspaceEventsAfter(
   db: Database,
   workspaceId: string,
   memoryStoreId: string | null,
   after: EventPosition,
   limit: number,
-): Promise<MemoryEventRecord[]> {
-  const result = await db.execute(sql`select ${EVENT_COLUMNS} from memory_events e
+  known: EventPosition | null = null,
+): Promise<ReplayEventRecord[]> {
+  const knownXid = known?.xid.toString() ?? null;
+  const result = await db.execute(sql`select ${EVENT_COLUMNS},
+      coalesce((select m.content_size_bytes from memories m where m.workspace_id = e.workspace_id and m.id = e.memory_id), 0)
+        + coalesce((select v.content_size_bytes from memory_versions v where v.workspace_id = e.workspace_id and v.id = e.memory_version_id), 0) as content_bytes
+    from memory_events e
     where e.workspace_id = ${workspaceId} and (${memoryStoreId}::text is null or e.memory_store_id = ${memoryStoreId}::text)
       and (e.xid, e.id) > (${after.xid.toString()}::xid8, ${after.id}::bigint)
-      and e.xid < ${EVENT_HORIZON}
+      and e.xid <= greatest(${EVENT_HORIZON}, ${knownXid}::xid8)
+      and (e.xid < ${EVENT_HORIZON} or (e.xid, e.id) <= (${knownXid}::xid8, ${known?.id ?? null}::bigint))
     order by e.xid, e.id limit ${limit}`);
-  return rowsOf(result).map(eventOf);
+  return rowsOf(result).map((row) => Object.assign(eventOf(row), { contentBytes: Number(row.content_bytes) }));
 }
 
 /**

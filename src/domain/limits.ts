@@ -207,9 +207,13 @@ export const REPLAY_SWEEP_BATCH = 100;
 export const DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY = 50;
 /** How long events are kept (MEMSTORE_EVENT_RETENTION_DAYS); an older cursor is CURSOR_EXPIRED. */
 export const DEFAULT_EVENT_RETENTION_DAYS = 7;
-/** Events a stream holds for a consumer that is not reading; one more cuts the stream off (SLOW_CONSUMER). */
+/**
+ * Events a stream holds for its consumer. A live batch that does not fit is replayed from the
+ * table at the consumer's pace; a consumer that has taken nothing while the buffer is full is
+ * cut off (SLOW_CONSUMER). event-stream.ts.
+ */
 export const STREAM_BUFFER_EVENTS = 1000;
-/** Content bytes a stream may hold for a consumer that is not reading (and bytes its connection may hold unsent) before it is cut off. */
+/** Content bytes a stream may hold for its consumer (and bytes its connection may hold unsent), as STREAM_BUFFER_EVENTS for events. */
 export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
 /**
  * What a stream writes ahead of its consumer (bytes its connection holds unsent) before its
@@ -217,7 +221,7 @@ export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
  * its stream's queue (bounded) rather than as frames, and a replay slows down to its pace.
  */
 export const STREAM_SEND_AHEAD_BYTES = 64 * 1024;
-/** A resuming consumer that takes nothing of its replay for this long is cut off (SLOW_CONSUMER): its replay waits for it meanwhile. */
+/** A consumer that takes nothing of a replay (resuming, or fallen behind its buffer) for this long is cut off (SLOW_CONSUMER): the replay waits for it meanwhile. */
 export const STREAM_REPLAY_STALL_MS = 30_000;
 /** Events one statement reads, for every stream of an instance at once (and for a stream that replays). */
 export const EVENT_BATCH_SIZE = 500;

@@ -47,8 +47,8 @@ const sharers = new Map<string, number>();
 /**
  * The sink of one stream (event-stream.ts): its events, in order, written to its outlet. It
  * writes ahead of its consumer at most STREAM_SEND_AHEAD_BYTES (and one batch's frames):
- * past that, events wait in its queue until the connection drains, and a queue past the
- * stream's bound cuts the stream off (SLOW_CONSUMER), as a stream's own buffer does.
+ * past that, events wait in its queue until the connection drains. Its queue counts in the
+ * stream's buffer (event-stream.ts), which a live batch does not overfill.
  */
 export class DirectSink implements StreamSink {
   private readonly queue: MemoryEventPayload[] = [];
@@ -98,6 +98,7 @@ export class DirectSink implements StreamSink {
       const bytes = deliveries.get(payloads)?.get(this.sharing!);
       if (bytes !== undefined && this.outlet.unsent() + bytes.length <= STREAM_SEND_AHEAD_BYTES) {
         this.writeOut(bytes);
+        this.stream?.taken();
         return;
       }
     }
@@ -226,6 +227,7 @@ export class DirectSink implements StreamSink {
     this.queuedBytes = this.queue.length === 0 ? 0 : this.queuedBytes - payloadBytes(payload);
     this.frames.push(frame);
     this.framedBytes += frame.length;
+    this.stream?.taken();
     if (this.frames.length >= FRAMES_PER_WRITE || this.framedBytes > STREAM_SEND_AHEAD_BYTES) this.flush();
   }
 

@@ -10,7 +10,6 @@ import {
   loadEventSubjects,
   noEventSubjects,
   readEventBatch,
-  readWorkspaceEventsAfter,
   subjectKey,
   type EventPosition,
   type MemoryEventRecord,
@@ -19,6 +18,7 @@ import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { EventStream, payloadOf, streamError, type MemoryEventPayload, type StreamFilter, type StreamTransport } from './event-stream.js';
+import { replayStream } from './replay.js';
 import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
 
@@ -29,11 +29,10 @@ import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
  * stream the events its filter matches, in memory. A notification (LISTEN memstore_events)
  * or a short timer only wakes the poller; the table is the truth (domain/events.ts).
  *
- * A stream that resumes (`after`) replays from the table on its own, while the live batches
- * meanwhile wait in its buffer; it then continues with the first live event past the last
- * one it replayed. Each stream holds at most STREAM_BUFFER_EVENTS undelivered events: past
- * that the consumer is not reading, and the stream ends with SLOW_CONSUMER (it resumes
- * from its last cursor).
+ * A stream that resumes (`after`) replays from the table on its own (replay.ts), while the
+ * live batches meanwhile wait in its buffer; it then continues with the first live event past
+ * the last one it replayed. So does a stream that falls behind: a live batch that does not
+ * fit its buffer (event-stream.ts) is replayed from the table at its consumer's pace.
  */
 
 /**
@@ -57,6 +56,8 @@ export interface EventHubOptions {
   db: Database;
   /** Where events, what they are about and keys are read, each statement alone (DatabaseHandle.reads); default `db`. */
   reads?: Database;
+  /** Where replays read (DatabaseHandle.replays); default `reads`. */
+  replays?: Database;
   /** LISTEN (DatabaseHandle.listen): the poller is woken by every instance's announced writes (db/announcements.ts). Without it, only the timer wakes it. */
   notifications?: (channel: string, onNotify: () => void) => Promise<() => Promise<void>>;
   logger?: Logger;
@@ -85,6 +86,7 @@ export interface OpenStreamOptions {
 export class EventHub {
   private readonly db: Database;
   private readonly reads: Database;
+  private readonly replays: Database;
   private readonly logger: Logger;
   private readonly slots: StreamSlots;
   private readonly streams = new Map<string, Set<EventStream>>();
@@ -107,6 +109,7 @@ export class EventHub {
   constructor(private readonly options: EventHubOptions) {
     this.db = options.db;
     this.reads = options.reads ?? options.db;
+    this.replays = options.replays ?? this.reads;
     this.logger = options.logger ?? silentLogger;
     this.slots = options.slots ?? unlimitedStreamSlots;
     this.batchSize = options.batchSize ?? EVENT_BATCH_SIZE;
@@ -187,7 +190,7 @@ export class EventHub {
       this.slots.release(viewer.apiKeyId);
       throw error;
     }
-    const stream = new EventStream(viewer, options.filter, from, this.bufferEvents, (ended) => this.forget(ended), options.transport);
+    const stream = new EventStream(viewer, options.filter, from, this.bufferEvents, (ended) => this.forget(ended), options.transport, (behind) => void this.replay(behind));
     let group = this.streams.get(viewer.workspaceId);
     if (!group) this.streams.set(viewer.workspaceId, (group = new Set()));
     group.add(stream);
@@ -207,33 +210,9 @@ export class EventHub {
     this.options.onStreamCount?.(this.streamCount);
   }
 
-  /** Replays a resuming stream from the table, page by page as its consumer reads, then hands it to the live batches. */
-  private async replay(stream: EventStream): Promise<void> {
-    // Pages fit in the stream's buffer beside the live events it holds meanwhile.
-    const pageSize = Math.max(1, Math.min(this.batchSize, Math.floor(this.bufferEvents / 2)));
-    try {
-      while (stream.isOpen) {
-        const dropped = stream.heldDropped;
-        const page = await readWorkspaceEventsAfter(this.reads, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, pageSize);
-        const matching = page.filter((event) => stream.matches(event));
-        const subjects = matching.length ? await loadEventSubjects(this.reads, matching) : null;
-        stream.deliver(matching.map((event) => payloadOf(event, subjects!)));
-        if (page.length > 0) stream.position = page.at(-1)!.position;
-        // Caught up, and every live event since this page's read began is held: live from here.
-        if (page.length < pageSize && stream.heldDropped === dropped) break;
-        // Backpressure: the next page once the consumer has read most of this one; a consumer
-        // that reads nothing for STREAM_REPLAY_STALL_MS is cut off.
-        const waitingSince = performance.now();
-        while (stream.isOpen && (stream.buffered > pageSize / 2 || stream.saturated)) {
-          if (performance.now() - waitingSince > this.replayStallMs) stream.cutOff();
-          else await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      }
-      if (stream.isOpen) stream.goLive();
-    } catch (error) {
-      this.logger.error('live updates: a resuming stream could not replay', { error });
-      stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again.'));
-    }
+  /** Replays a stream from the table at its consumer's pace (a resuming stream, or one that fell behind), then hands it to the live batches. */
+  private replay(stream: EventStream): Promise<void> {
+    return replayStream(stream, this.replays, { batchSize: this.batchSize, bufferEvents: this.bufferEvents, stallMs: this.replayStallMs }, this.logger, () => this.position);
   }
 
   /**

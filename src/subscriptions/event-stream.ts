@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { comparePositions, subjectKey, type EventPosition, type EventSubjects, type MemoryEventRecord } from '../domain/events.js';
-import { STREAM_BUFFER_BYTES, STREAM_BUFFER_EVENTS } from '../domain/limits.js';
+import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import type { MemoryRecord } from '../domain/memories/records.js';
 import type { MemoryStoreRecord } from '../domain/stores.js';
 import type { MemoryVersionRecord } from '../domain/versions.js';
@@ -8,9 +8,13 @@ import type { Viewer } from '../domain/viewer.js';
 
 /**
  * One subscriber's stream of live events (event-hub.ts feeds it): its filter, its position,
- * and a bounded buffer between the poller and the consumer. Past STREAM_BUFFER_EVENTS events
- * or STREAM_BUFFER_BYTES of content waiting, the consumer is not reading, and the stream
- * ends with SLOW_CONSUMER.
+ * and a bounded buffer between the poller and the consumer: at most STREAM_BUFFER_EVENTS
+ * events and STREAM_BUFFER_BYTES of content wait for the consumer. A live delivery that does
+ * not fit (a burst of large writes, or a consumer that reads slower than writes come) is
+ * taken as far as it fits, and the stream falls behind: the hub replays the rest from the
+ * table at the consumer's pace (as it replays a resuming stream), then the stream goes live
+ * again. A consumer that takes nothing of what waits for STREAM_REPLAY_STALL_MS is cut off
+ * (SLOW_CONSUMER) and resumes from its last cursor.
  */
 
 /** One delivered event with what it is about, as the batch found them. */
@@ -34,6 +38,8 @@ export interface StreamTransport {
 /** What a sink asks of its stream. */
 export interface SinkStream {
   fallBack(payloads: MemoryEventPayload[]): void;
+  /** The sink wrote an event to the connection (the consumer is reading). */
+  taken(): void;
   close(): void;
 }
 
@@ -65,7 +71,7 @@ export function streamError(code: string, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
 }
 
-const SLOW_CONSUMER_MESSAGE = `The stream was cut off: more than ${STREAM_BUFFER_EVENTS} events (or ${STREAM_BUFFER_BYTES / 1024 / 1024} MiB) waited for the client to read them. Subscribe again with \`after\` set to the last cursor received to resume.`;
+const SLOW_CONSUMER_MESSAGE = 'The stream was cut off: the client stopped reading the events waiting for it. Subscribe again with `after` set to the last cursor received to resume.';
 
 function matches(filter: StreamFilter, event: MemoryEventRecord): boolean {
   if (filter.memoryStoreId !== null && event.memoryStoreId !== filter.memoryStoreId) return false;
@@ -73,9 +79,12 @@ function matches(filter: StreamFilter, event: MemoryEventRecord): boolean {
   return event.path.startsWith(filter.pathPrefix) || (event.previousPath?.startsWith(filter.pathPrefix) ?? false);
 }
 
+/** What an event counts for in a stream's buffer besides its memory's and version's content. */
+export const PAYLOAD_OVERHEAD_BYTES = 512;
+
 /** The content an event carries to its consumer (the objects are shared by every stream, but a queue keeps them alive). */
 export function payloadBytes(payload: MemoryEventPayload): number {
-  return 512 + (payload.memory?.contentSizeBytes ?? 0) + (payload.version?.contentSizeBytes ?? 0);
+  return PAYLOAD_OVERHEAD_BYTES + (payload.memory?.contentSizeBytes ?? 0) + (payload.version?.contentSizeBytes ?? 0);
 }
 
 export function payloadOf(event: MemoryEventRecord, subjects: EventSubjects): MemoryEventPayload {
@@ -94,6 +103,9 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   private queuedBytes = 0;
   /** Live events that arrived while replaying. */
   private readonly held: MemoryEventPayload[] = [];
+  private heldBytes = 0;
+  /** When the consumer (or its connection) last took an event (performance.now()): a replay's stall counts from here. */
+  lastTakenAt = performance.now();
   private waiting: ((result: IteratorResult<MemoryEventPayload>) => void) | null = null;
   private ended = false;
   private failed = false;
@@ -111,6 +123,8 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     private readonly bufferEvents: number,
     private readonly onEnd: (stream: EventStream) => void,
     private readonly transport: StreamTransport = {},
+    /** The stream fell behind (a live delivery did not fit its buffer): replay it from its position, then goLive. */
+    private readonly onBehind: (stream: EventStream) => void = (behind) => behind.cutOff(),
   ) {
     this.sink = transport.sink ?? null;
     this.sink?.attach(this);
@@ -137,6 +151,11 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     return this.queue.length + (this.sink?.pending ?? 0);
   }
 
+  /** What the events waiting for the consumer hold in content (payloadBytes): the replay's backpressure. */
+  get bufferedBytes(): number {
+    return this.queuedBytes + (this.sink?.pendingBytes ?? 0);
+  }
+
   /** Whether the consumer's connection holds enough unsent that a replay should wait for it. */
   get saturated(): boolean {
     return this.sink?.saturated ?? false;
@@ -146,14 +165,17 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   push(payloads: readonly MemoryEventPayload[]): void {
     if (this.ended || this.failed) return;
     if (!this.live) {
-      // Replaying: writes come faster than the replay reads. The held events are dropped
-      // (they are in the table) and the replay goes on past them.
+      // Replaying (a resuming stream, or one that fell behind): live events wait here, up to a
+      // quarter of the buffer. Past it they are dropped (they are in the table) and the replay
+      // reads on past them.
       for (const payload of payloads) {
-        if (this.held.length >= this.bufferEvents) {
+        if (this.held.length >= this.bufferEvents / 4 || this.heldBytes + payloadBytes(payload) > STREAM_BUFFER_BYTES / 4) {
           this.held.length = 0;
+          this.heldBytes = 0;
           this.heldDropped += 1;
         }
         this.held.push(payload);
+        this.heldBytes += payloadBytes(payload);
       }
       return;
     }
@@ -163,6 +185,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   /** Replay is done: the held live events past the replayed ones follow. */
   goLive(): void {
     this.live = true;
+    this.heldBytes = 0;
     this.deliver(this.held.splice(0));
   }
 
@@ -174,6 +197,17 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
       fresh = payloads.filter((payload) => comparePositions(payload.event.position, this.position) > 0);
     }
     if (fresh.length === 0) return;
+    if (this.live) {
+      // What fits beside what waits already; the rest is read again from the table, at the
+      // consumer's pace (a consumer that takes nothing meanwhile is cut off there).
+      const fitting = this.fitting(fresh);
+      if (fitting < fresh.length) {
+        this.live = false;
+        if (fitting > 0) this.deliver(fresh.slice(0, fitting));
+        if (this.isOpen) this.onBehind(this);
+        return;
+      }
+    }
     this.position = fresh.at(-1)!.event.position;
     // A transport that takes results without waiting for them to be sent (graphql-ws) holds
     // the unsent ones itself: past its bound the consumer is not reading, waiting or not.
@@ -189,6 +223,25 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
       return;
     }
     for (const payload of fresh) this.enqueue(payload);
+  }
+
+  /** The consumer's connection took an event (the sink wrote it). */
+  taken(): void {
+    this.lastTakenAt = performance.now();
+  }
+
+  /** How many of `payloads`, from the first, fit in the buffer beside what waits for the consumer. */
+  private fitting(payloads: readonly MemoryEventPayload[]): number {
+    let events = this.buffered;
+    let bytes = this.bufferedBytes;
+    let count = 0;
+    for (const payload of payloads) {
+      events += 1;
+      bytes += payloadBytes(payload);
+      if (events > this.bufferEvents || bytes > STREAM_BUFFER_BYTES) break;
+      count += 1;
+    }
+    return count;
   }
 
   /** Cuts the stream off as a consumer that does not read (SLOW_CONSUMER); it resumes from its last cursor. */
@@ -208,6 +261,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = null;
+      this.lastTakenAt = performance.now();
       resolve({ value: payload, done: false });
       return;
     }
@@ -222,6 +276,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     this.failed = true;
     this.queue.length = 0;
     this.held.length = 0;
+    this.heldBytes = 0;
     // The error is the stream's last item: what the sink still holds is dropped, and the iterator yields the error.
     this.sink?.close();
     this.sink = null;
@@ -242,6 +297,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   next(): Promise<IteratorResult<MemoryEventPayload>> {
     if (this.queue.length > 0) {
       const payload = this.queue.shift()!;
+      this.lastTakenAt = performance.now();
       this.queuedBytes = this.queue.length === 0 ? 0 : this.queuedBytes - payloadBytes(payload);
       return Promise.resolve({ value: payload, done: false });
     }
@@ -261,6 +317,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     this.ended = true;
     this.queue.length = 0;
     this.held.length = 0;
+    this.heldBytes = 0;
     this.sink?.close();
     this.sink = null;
     this.onEnd(this);

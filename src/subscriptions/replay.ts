@@ -1,0 +1,101 @@
+import type { Database } from '../db/client.js';
+import { loadEventSubjects, readWorkspaceEventsAfter, type EventPosition, type ReplayEventRecord } from '../domain/events.js';
+import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
+import type { Logger } from '../logger.js';
+import { PAYLOAD_OVERHEAD_BYTES, payloadOf, streamError, type EventStream } from './event-stream.js';
+
+export interface ReplayLimits {
+  /** The most events one statement reads (EVENT_BATCH_SIZE). */
+  batchSize: number;
+  /** The stream's buffer, in events (STREAM_BUFFER_EVENTS). */
+  bufferEvents: number;
+  /** A consumer that takes nothing of what waits for it for this long is cut off (STREAM_REPLAY_STALL_MS). */
+  stallMs: number;
+}
+
+/** How often a replay looks again whether its consumer has taken what waits. */
+const DRAIN_CHECK_MS = 20;
+/** A replay whose read fails (the database dropped, say) tries again this often, at most REPLAY_ATTEMPTS times in a row. */
+const RETRY_MS = 1_000;
+const REPLAY_ATTEMPTS = 5;
+
+/**
+ * Replays a stream from the table, from its position, at its consumer's pace, then hands it
+ * to the live batches (goLive): a resuming stream, or one that fell behind (a live delivery
+ * did not fit its buffer). A page reads up to half the buffer's events, without content, with
+ * what each event's memory and version hold (their sizes); its events are loaded and
+ * delivered in slices of at most half the buffer's content (STREAM_BUFFER_BYTES), each once
+ * the consumer has taken all but a quarter of what waited. So a replay holds at most one
+ * slice it has loaded, whatever its events hold. A consumer that takes nothing for `stallMs`
+ * is cut off (SLOW_CONSUMER). `known`: how far the live reader has read (the pages read every
+ * event it handed on, whatever the horizon says then: readWorkspaceEventsAfter). A read that
+ * fails is tried again from the stream's position (what was delivered stays delivered).
+ */
+export async function replayStream(stream: EventStream, reads: Database, limits: ReplayLimits, logger: Logger, known: () => EventPosition | null): Promise<void> {
+  const sliceEvents = Math.max(1, Math.min(limits.batchSize, Math.floor(limits.bufferEvents / 2)));
+  const sliceBytes = STREAM_BUFFER_BYTES / 2;
+  const drained = () => drainedTo(stream, sliceEvents / 2, sliceBytes / 2, limits.stallMs);
+  let failures = 0;
+  while (stream.isOpen) {
+    try {
+      if (!(await drained())) return;
+      const dropped = stream.heldDropped;
+      const page = await readWorkspaceEventsAfter(reads, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, sliceEvents, known());
+      const matching = page.filter((event) => stream.matches(event));
+      for (let start = 0; start < matching.length; ) {
+        if (start > 0 && !(await drained())) return;
+        const end = sliceEnd(matching, start, sliceBytes);
+        const slice = matching.slice(start, end);
+        const subjects = await loadEventSubjects(reads, slice);
+        if (!stream.isOpen) return;
+        stream.deliver(slice.map((event) => payloadOf(event, subjects)));
+        start = end;
+      }
+      failures = 0;
+      if (!stream.isOpen) return;
+      if (page.length > 0) stream.position = page.at(-1)!.position;
+      // Caught up, and every live event since this page's read began is held: live from here.
+      if (page.length < sliceEvents && stream.heldDropped === dropped) {
+        stream.goLive();
+        return;
+      }
+    } catch (error) {
+      if (!stream.isOpen) return;
+      failures += 1;
+      if (failures >= REPLAY_ATTEMPTS) {
+        logger.error('live updates: a stream could not replay', { error });
+        stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again with `after` set to the last cursor received.'));
+        return;
+      }
+      logger.warn('live updates: a stream\'s replay failed to read; trying again', { error });
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    }
+  }
+}
+
+/** Where the slice from `start` ends: at most `bytes` of content (as payloadBytes counts it, from the events' sizes), and at least one event. */
+function sliceEnd(events: readonly ReplayEventRecord[], start: number, bytes: number): number {
+  let end = start;
+  let total = 0;
+  while (end < events.length) {
+    const next = PAYLOAD_OVERHEAD_BYTES + events[end]!.contentBytes;
+    if (end > start && total + next > bytes) break;
+    total += next;
+    end += 1;
+  }
+  return end;
+}
+
+/**
+ * Waits until at most `events` events and `bytes` of content wait for the stream's consumer,
+ * and its connection is not saturated: false once the stream has ended, or has been cut off
+ * because its consumer took nothing for `stallMs`.
+ */
+async function drainedTo(stream: EventStream, events: number, bytes: number, stallMs: number): Promise<boolean> {
+  const since = performance.now();
+  while (stream.isOpen && (stream.buffered > events || stream.bufferedBytes > bytes || stream.saturated)) {
+    if (performance.now() - Math.max(since, stream.lastTakenAt) > stallMs) stream.cutOff();
+    else await new Promise((resolve) => setTimeout(resolve, DRAIN_CHECK_MS));
+  }
+  return stream.isOpen;
+}

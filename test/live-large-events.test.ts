@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import { eventHubOf } from '../src/app.js';
+import type { Database } from '../src/db/client.js';
+import { STREAM_BUFFER_BYTES } from '../src/domain/limits.js';
+import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, pollThrough, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
+import { useTestServer } from './support/server.js';
+
+/**
+ * Events larger, together, than a stream's buffer (STREAM_BUFFER_BYTES of content) reach a
+ * consumer that reads: a live batch takes the stream as far as its buffer holds, and the rest
+ * is replayed from the table at the consumer's pace; a resuming stream replays in slices of
+ * its buffer. Neither is cut off. The poller is driven by hand, so that the burst is one batch.
+ */
+const server = useTestServer({ live: { listen: false, pollIntervalMs: 3_600_000 } });
+const LARGE = 'x'.repeat(100_000);
+const TOTAL = 60;
+const paths = (prefix: string, from = 0) => Array.from({ length: TOTAL - from }, (_, index) => `${prefix}${index + from}.md`);
+const fetchApp = (url: string, init: RequestInit) => Promise.resolve(server.app.fetch(url, init));
+
+/** Waits until the stream has `count` results or an error, and returns the paths of its events and the codes of its errors. */
+async function received(stream: TestStream, count: number): Promise<{ paths: string[]; errors: unknown[] }> {
+  for (let waited = 0; waited < 20_000 && stream.results.length < count && !stream.results.some((result) => result.errors); waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    paths: eventsOf(stream.results.filter((result) => result.data)).map((event) => event.version.path),
+    errors: stream.results.filter((result) => result.errors).map((result) => result.errors![0]!.extensions?.code),
+  };
+}
+
+describe('a burst of large events, more than a stream\'s buffer holds, in one batch', () => {
+  it('reaches every stream that reads (SSE and WebSocket on real sockets, SSE through fetch), each event once, in order, none cut off', async () => {
+    expect(TOTAL * 2 * LARGE.length).toBeGreaterThan(2 * STREAM_BUFFER_BYTES);
+    const http = await listenWithWebSocket(server.app);
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'burst');
+    const hub = eventHubOf(server.app);
+    const streams = {
+      sse: await subscribeSse(fetch, http.url, client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId }),
+      ws: subscribeWs(http.wsUrl, client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId }),
+      fetched: await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId }),
+    };
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await hub.poll();
+      for (const path of paths('b')) await createMemoryAt(client, storeId, path, LARGE);
+      await pollThrough(hub, server.db, client.workspaceId);
+      for (const stream of Object.values(streams)) expect(await received(stream, TOTAL)).toEqual({ paths: paths('b'), errors: [] });
+      // Live again: the next write arrives as a live event, once.
+      await createMemoryAt(client, storeId, 'after.md', 'small');
+      await pollThrough(hub, server.db, client.workspaceId);
+      for (const stream of Object.values(streams)) expect(await received(stream, TOTAL + 1)).toEqual({ paths: [...paths('b'), 'after.md'], errors: [] });
+    } finally {
+      for (const stream of Object.values(streams)) stream.close();
+      await http.close();
+    }
+  }, 60_000);
+});
+
+/**
+ * Watches the replays' database: the most content (memories' and versions' contentSizeBytes)
+ * one statement of it read, while watching.
+ */
+function watchContentRead(hub: ReturnType<typeof eventHubOf>) {
+  const poller = hub as unknown as { replays: Database };
+  const original = poller.replays;
+  let most = 0;
+  poller.replays = new Proxy(original, {
+    get(target, property, receiver) {
+      if (property !== 'select') return Reflect.get(target, property, receiver);
+      return (...args: Parameters<Database['select']>) => {
+        const builder = target.select(...args);
+        return {
+          from: (...fromArgs: Parameters<typeof builder.from>) => {
+            const query = builder.from(...fromArgs);
+            return {
+              where: (...whereArgs: Parameters<typeof query.where>) =>
+                query.where(...whereArgs).then((rows: Record<string, unknown>[]) => {
+                  most = Math.max(most, rows.reduce((sum, row) => sum + Number(row.contentSizeBytes ?? 0), 0));
+                  return rows;
+                }),
+            };
+          },
+        };
+      };
+    },
+  });
+  return { most: () => most, restore: () => (poller.replays = original) };
+}
+
+describe('a stream that resumes behind large events, more than its buffer holds', () => {
+  it('replays every event once, in order, and is not cut off (SSE on a real socket and through fetch), reading at most half its buffer of content at once', async () => {
+    const http = await listenWithWebSocket(server.app);
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'resume');
+    const hub = eventHubOf(server.app);
+    const watcher = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await hub.poll();
+    await createMemoryAt(client, storeId, 'r0.md', 'first');
+    await pollThrough(hub, server.db, client.workspaceId);
+    const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
+    watcher.close();
+    for (const path of paths('r', 1)) await createMemoryAt(client, storeId, path, LARGE);
+    const watched = watchContentRead(hub);
+    const resumed = [
+      await subscribeSse(fetch, http.url, client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId, after: firstCursor }),
+      await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId, after: firstCursor }),
+    ];
+    try {
+      for (const stream of resumed) expect(await received(stream, TOTAL - 1)).toEqual({ paths: paths('r', 1), errors: [] });
+      // 59 memories of 100 KB were read slice by slice, not as one page.
+      expect(watched.most()).toBeGreaterThan(0);
+      expect(watched.most()).toBeLessThanOrEqual(STREAM_BUFFER_BYTES / 2);
+    } finally {
+      watched.restore();
+      for (const stream of resumed) stream.close();
+      await http.close();
+    }
+  }, 60_000);
+});
+
+describe('a replay whose read fails (a dropped connection, say)', () => {
+  it('reads again from where it was, and delivers every event once', async () => {
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'failing replay');
+    const hub = eventHubOf(server.app);
+    const watcher = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await hub.poll();
+    await createMemoryAt(client, storeId, 'f0.md', 'first');
+    await pollThrough(hub, server.db, client.workspaceId);
+    const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
+    watcher.close();
+    for (const path of ['f1.md', 'f2.md', 'f3.md']) await createMemoryAt(client, storeId, path, 'small');
+    const poller = hub as unknown as { replays: Database };
+    const original = poller.replays;
+    let failures = 0;
+    poller.replays = new Proxy(original, {
+      get(target, property, receiver) {
+        if (property === 'execute' && failures === 0) {
+          return () => {
+            failures += 1;
+            return Promise.reject(Object.assign(new Error('Connection terminated unexpectedly'), { code: 'CONNECTION_CLOSED' }));
+          };
+        }
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    try {
+      const resumed = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId, after: firstCursor });
+      expect(await received(resumed, 3)).toEqual({ paths: ['f1.md', 'f2.md', 'f3.md'], errors: [] });
+      expect(failures).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(resumed.results).toHaveLength(3);
+      resumed.close();
+    } finally {
+      poller.replays = original;
+    }
+  }, 30_000);
+});
