@@ -3,7 +3,8 @@ import { eventHubOf } from '../src/app.js';
 import type { Database } from '../src/db/client.js';
 import { STREAM_BUFFER_BYTES } from '../src/domain/limits.js';
 import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, pollThrough, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
-import { useTestServer } from './support/server.js';
+import { updateMemory } from './support/builders.js';
+import { useTestServer, type TestClient } from './support/server.js';
 
 /**
  * Events larger, together, than a stream's buffer (STREAM_BUFFER_BYTES of content) reach a
@@ -26,6 +27,26 @@ async function received(stream: TestStream, count: number): Promise<{ paths: str
     paths: eventsOf(stream.results.filter((result) => result.data)).map((event) => event.version.path),
     errors: stream.results.filter((result) => result.errors).map((result) => result.errors![0]!.extensions?.code),
   };
+}
+
+/** A new workspace's store named `name` whose first event (`path` created) a dashboard saw: what a test resumes after. */
+async function storeSeenOnce(name: string, path: string) {
+  const client = await server.newWorkspace();
+  const storeId = await createStoreNamed(client, name);
+  return { client, storeId, hub: eventHubOf(server.app), firstCursor: await cursorOfFirst(client, storeId, path) };
+}
+
+/** A store's first event, `path` created, as a dashboard saw it: its cursor, to resume after. */
+async function cursorOfFirst(client: TestClient, storeId: string, path: string): Promise<string> {
+  const hub = eventHubOf(server.app);
+  const watcher = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await hub.poll();
+  await createMemoryAt(client, storeId, path, 'first');
+  await pollThrough(hub, server.db, client.workspaceId);
+  const cursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
+  watcher.close();
+  return cursor;
 }
 
 describe('a burst of large events, more than a stream\'s buffer holds, in one batch', () => {
@@ -94,13 +115,7 @@ describe('a stream that resumes behind large events, more than its buffer holds'
     const client = await server.newWorkspace();
     const storeId = await createStoreNamed(client, 'resume');
     const hub = eventHubOf(server.app);
-    const watcher = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    await hub.poll();
-    await createMemoryAt(client, storeId, 'r0.md', 'first');
-    await pollThrough(hub, server.db, client.workspaceId);
-    const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
-    watcher.close();
+    const firstCursor = await cursorOfFirst(client, storeId, 'r0.md');
     for (const path of paths('r', 1)) await createMemoryAt(client, storeId, path, LARGE);
     const watched = watchContentRead(hub);
     const resumed = [
@@ -122,16 +137,7 @@ describe('a stream that resumes behind large events, more than its buffer holds'
 
 describe('a replay whose read fails (a dropped connection, say)', () => {
   it('reads again from where it was, and delivers every event once', async () => {
-    const client = await server.newWorkspace();
-    const storeId = await createStoreNamed(client, 'failing replay');
-    const hub = eventHubOf(server.app);
-    const watcher = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    await hub.poll();
-    await createMemoryAt(client, storeId, 'f0.md', 'first');
-    await pollThrough(hub, server.db, client.workspaceId);
-    const firstCursor = eventsOf(await watcher.waitFor(1))[0]!.cursor as string;
-    watcher.close();
+    const { client, storeId, hub, firstCursor } = await storeSeenOnce('failing replay', 'f0.md');
     for (const path of ['f1.md', 'f2.md', 'f3.md']) await createMemoryAt(client, storeId, path, 'small');
     const poller = hub as unknown as { replays: Database };
     const original = poller.replays;
@@ -158,4 +164,48 @@ describe('a replay whose read fails (a dropped connection, say)', () => {
       poller.replays = original;
     }
   }, 30_000);
+});
+
+describe('a replay whose memories grew after it read their sizes', () => {
+  it('delivers them as its consumer\'s buffer has room, and is not cut off', async () => {
+    const { client, storeId, hub, firstCursor } = await storeSeenOnce('growing', 'g.md');
+    // 50 small memories: one slice by their sizes. Each grows to 100 KB (the memory as it is
+    // now goes with its event) between the page's read and the slice's load: 5 MB together.
+    const grown = 50;
+    const ids: string[] = [];
+    for (let index = 0; index < grown; index += 1) ids.push((await createMemoryAt(client, storeId, `g${index}.md`, 'small')).id);
+    const poller = hub as unknown as { replays: Database };
+    const original = poller.replays;
+    let grow: Promise<unknown> | null = null;
+    poller.replays = new Proxy(original, {
+      get(target, property, receiver) {
+        if (property !== 'select') return Reflect.get(target, property, receiver);
+        grow ??= Promise.all(ids.map((id) => updateMemory(client, { id, content: LARGE })));
+        const growing = grow;
+        return (...args: Parameters<Database['select']>) => {
+          const builder = target.select(...args);
+          return {
+            from: (...fromArgs: Parameters<typeof builder.from>) => {
+              const query = builder.from(...fromArgs);
+              return { where: (...whereArgs: Parameters<typeof query.where>) => growing.then(() => query.where(...whereArgs)) };
+            },
+          };
+        };
+      },
+    });
+    try {
+      const resumed = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId, after: firstCursor });
+      await received(resumed, grown);
+      await pollThrough(hub, server.db, client.workspaceId);
+      const { paths: seen, errors } = await received(resumed, 2 * grown);
+      expect(errors).toEqual([]);
+      // The 50 creations (their memories as they are now), then the 50 updates (in the order they committed), once each.
+      expect(seen.slice(0, grown)).toEqual(ids.map((_, index) => `g${index}.md`));
+      expect(seen.slice(grown).sort()).toEqual(ids.map((_, index) => `g${index}.md`).sort());
+      expect(eventsOf(resumed.results.filter((result) => result.data)).slice(0, grown).every((event) => event.memory.content === LARGE)).toBe(true);
+      resumed.close();
+    } finally {
+      poller.replays = original;
+    }
+  }, 60_000);
 });

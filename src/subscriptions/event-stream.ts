@@ -87,6 +87,19 @@ export function payloadBytes(payload: MemoryEventPayload): number {
   return PAYLOAD_OVERHEAD_BYTES + (payload.memory?.contentSizeBytes ?? 0) + (payload.version?.contentSizeBytes ?? 0);
 }
 
+const totals = new WeakMap<readonly MemoryEventPayload[], number>();
+
+/** payloadBytes of every payload of `payloads`, counted once per array. */
+function totalBytes(payloads: readonly MemoryEventPayload[]): number {
+  let total = totals.get(payloads);
+  if (total === undefined) {
+    total = 0;
+    for (const payload of payloads) total += payloadBytes(payload);
+    totals.set(payloads, total);
+  }
+  return total;
+}
+
 export function payloadOf(event: MemoryEventRecord, subjects: EventSubjects): MemoryEventPayload {
   const { workspaceId } = event;
   return {
@@ -200,7 +213,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     if (this.live) {
       // What fits beside what waits already; the rest is read again from the table, at the
       // consumer's pace (a consumer that takes nothing meanwhile is cut off there).
-      const fitting = this.fitting(fresh);
+      const fitting = this.room(fresh);
       if (fitting < fresh.length) {
         this.live = false;
         if (fitting > 0) this.deliver(fresh.slice(0, fitting));
@@ -231,9 +244,11 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   }
 
   /** How many of `payloads`, from the first, fit in the buffer beside what waits for the consumer. */
-  private fitting(payloads: readonly MemoryEventPayload[]): number {
+  room(payloads: readonly MemoryEventPayload[]): number {
     let events = this.buffered;
     let bytes = this.bufferedBytes;
+    // All of them, mostly: the total of an array the fan-out hands many streams is counted once.
+    if (events + payloads.length <= this.bufferEvents && bytes + totalBytes(payloads) <= STREAM_BUFFER_BYTES) return payloads.length;
     let count = 0;
     for (const payload of payloads) {
       events += 1;

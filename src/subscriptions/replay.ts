@@ -2,7 +2,7 @@ import type { Database } from '../db/client.js';
 import { loadEventSubjects, readWorkspaceEventsAfter, type EventPosition, type ReplayEventRecord } from '../domain/events.js';
 import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import type { Logger } from '../logger.js';
-import { PAYLOAD_OVERHEAD_BYTES, payloadOf, streamError, type EventStream } from './event-stream.js';
+import { PAYLOAD_OVERHEAD_BYTES, payloadOf, streamError, type EventStream, type MemoryEventPayload } from './event-stream.js';
 
 export interface ReplayLimits {
   /** The most events one statement reads (EVENT_BATCH_SIZE). */
@@ -29,48 +29,77 @@ const REPLAY_ATTEMPTS = 5;
  * slice it has loaded, whatever its events hold. A consumer that takes nothing for `stallMs`
  * is cut off (SLOW_CONSUMER). `known`: how far the live reader has read (the pages read every
  * event it handed on, whatever the horizon says then: readWorkspaceEventsAfter). A read that
- * fails is tried again from the stream's position (what was delivered stays delivered).
+ * fails is tried again (readWithRetries).
  */
 export async function replayStream(stream: EventStream, reads: Database, limits: ReplayLimits, logger: Logger, known: () => EventPosition | null): Promise<void> {
   const sliceEvents = Math.max(1, Math.min(limits.batchSize, Math.floor(limits.bufferEvents / 2)));
   const sliceBytes = STREAM_BUFFER_BYTES / 2;
   const drained = () => drainedTo(stream, sliceEvents / 2, sliceBytes / 2, limits.stallMs);
-  let failures = 0;
-  while (stream.isOpen) {
-    try {
+  const readAgain = <T>(read: () => Promise<T>) => readWithRetries(stream, read, logger);
+  try {
+    while (stream.isOpen) {
       if (!(await drained())) return;
       const dropped = stream.heldDropped;
-      const page = await readWorkspaceEventsAfter(reads, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, sliceEvents, known());
+      const page = await readAgain(() => readWorkspaceEventsAfter(reads, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, sliceEvents, known()));
+      if (page === null) return;
       const matching = page.filter((event) => stream.matches(event));
       for (let start = 0; start < matching.length; ) {
         if (start > 0 && !(await drained())) return;
         const end = sliceEnd(matching, start, sliceBytes);
         const slice = matching.slice(start, end);
-        const subjects = await loadEventSubjects(reads, slice);
-        if (!stream.isOpen) return;
-        stream.deliver(slice.map((event) => payloadOf(event, subjects)));
+        const subjects = await readAgain(() => loadEventSubjects(reads, slice));
+        if (subjects === null || !(await deliverInRoom(stream, slice.map((event) => payloadOf(event, subjects)), drained))) return;
         start = end;
       }
-      failures = 0;
-      if (!stream.isOpen) return;
       if (page.length > 0) stream.position = page.at(-1)!.position;
       // Caught up, and every live event since this page's read began is held: live from here.
       if (page.length < sliceEvents && stream.heldDropped === dropped) {
         stream.goLive();
         return;
       }
+    }
+  } catch (error) {
+    logger.error('live updates: a stream could not replay', { error });
+    stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again with `after` set to the last cursor received.'));
+  }
+}
+
+/**
+ * Delivers `payloads` as the stream's buffer has room for them, waiting for the consumer
+ * between parts: their content may have grown since the page read their sizes. False once
+ * the stream has ended.
+ */
+async function deliverInRoom(stream: EventStream, payloads: MemoryEventPayload[], drained: () => Promise<boolean>): Promise<boolean> {
+  let rest = payloads;
+  while (stream.isOpen && rest.length > 0) {
+    // One event always goes once the consumer has drained: it is less than a quarter of the buffer.
+    const room = Math.max(stream.room(rest), stream.buffered === 0 ? 1 : 0);
+    if (room > 0) {
+      stream.deliver(rest.slice(0, room));
+      rest = rest.slice(room);
+    }
+    if (rest.length > 0 && !(await drained())) return false;
+  }
+  return stream.isOpen;
+}
+
+/** Runs a read of the replay, again after RETRY_MS when it fails, at most REPLAY_ATTEMPTS times: null once the stream has ended or failed. */
+async function readWithRetries<T>(stream: EventStream, read: () => Promise<T>, logger: Logger): Promise<T | null> {
+  for (let failures = 1; stream.isOpen; failures += 1) {
+    try {
+      return await read();
     } catch (error) {
-      if (!stream.isOpen) return;
-      failures += 1;
+      if (!stream.isOpen) return null;
       if (failures >= REPLAY_ATTEMPTS) {
         logger.error('live updates: a stream could not replay', { error });
         stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again with `after` set to the last cursor received.'));
-        return;
+        return null;
       }
       logger.warn('live updates: a stream\'s replay failed to read; trying again', { error });
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
   }
+  return null;
 }
 
 /** Where the slice from `start` ends: at most `bytes` of content (as payloadBytes counts it, from the events' sizes), and at least one event. */
