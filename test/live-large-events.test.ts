@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { eventHubOf } from '../src/app.js';
 import type { Database } from '../src/db/client.js';
+import { authenticate } from '../src/domain/api-keys.js';
+import { silentLogger } from '../src/logger.js';
+import { EventStream, type StreamSink } from '../src/subscriptions/event-stream.js';
+import { replayStream } from '../src/subscriptions/replay.js';
 import { STREAM_BUFFER_BYTES } from '../src/domain/limits.js';
 import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, pollThrough, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
 import { updateMemory } from './support/builders.js';
@@ -208,4 +212,40 @@ describe('a replay whose memories grew after it read their sizes', () => {
       poller.replays = original;
     }
   }, 60_000);
+});
+
+describe('a replay whose consumer\'s connection drains slowly, with nothing of its own waiting', () => {
+  it('counts the connection\'s unsent bytes going down as reading, and is cut off once they stop going down', async () => {
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'slow link');
+    for (const path of ['s1.md', 's2.md']) await createMemoryAt(client, storeId, path, 'small');
+    const viewer = (await authenticate(server.db, client.token!))!;
+    /** A connection another stream's bytes keep saturated for `busyMs`, draining 1 KB every 50 ms meanwhile unless `stuck`. */
+    const replayOver = async (busyMs: number, stuck: boolean) => {
+      const startedAt = performance.now();
+      let unsent = 1_000_000;
+      const taken: string[] = [];
+      const sink: StreamSink = {
+        attach: () => {},
+        send: (payloads) => taken.push(...payloads.map((payload) => payload.event.path ?? payload.event.kind)),
+        pending: 0,
+        pendingBytes: 0,
+        get saturated() {
+          return performance.now() - startedAt < busyMs;
+        },
+        get unsent() {
+          if (!stuck) unsent = Math.max(0, 1_000_000 - Math.floor((performance.now() - startedAt) / 50) * 1_000);
+          return unsent;
+        },
+        close: () => {},
+      };
+      const stream = new EventStream(viewer, { memoryStoreId: storeId, pathPrefix: null }, { xid: 0n, id: 0 }, 100, () => {}, { sink });
+      await replayStream(stream, server.db, { batchSize: 500, bufferEvents: 100, stallMs: 500 }, silentLogger, () => null);
+      return { taken, open: stream.isOpen };
+    };
+    // Saturated for 1.5 s, three times the stall time, draining all the while: replayed whole, live.
+    expect(await replayOver(1_500, false)).toEqual({ taken: ['store_created', 's1.md', 's2.md'], open: true });
+    // Saturated and not draining: cut off after the stall time, nothing replayed.
+    expect(await replayOver(1_500, true)).toEqual({ taken: [], open: false });
+  }, 30_000);
 });

@@ -131,6 +131,10 @@ export class DirectSink implements StreamSink {
     return this.outlet.unsent() > STREAM_SEND_AHEAD_BYTES;
   }
 
+  get unsent(): number {
+    return this.outlet.unsent();
+  }
+
   /** More than STREAM_BUFFER_BYTES unsent: the consumer is not reading (its stream is cut off). */
   get stalled(): boolean {
     return this.outlet.unsent() > STREAM_BUFFER_BYTES;

@@ -58,6 +58,8 @@ export interface StreamSink {
   readonly pendingBytes: number;
   /** Whether the connection holds enough unsent that a replay should wait. */
   readonly saturated: boolean;
+  /** Bytes the connection holds unsent (every stream's on it): less than before, and the consumer is reading. */
+  readonly unsent: number;
   /** The stream ended: what is pending is dropped, nothing more is written. */
   close(): void;
 }
@@ -172,6 +174,11 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   /** Whether the consumer's connection holds enough unsent that a replay should wait for it. */
   get saturated(): boolean {
     return this.sink?.saturated ?? false;
+  }
+
+  /** Bytes the consumer's connection holds unsent (0 without a sink): a replay counts their going down as reading. */
+  get unsent(): number {
+    return this.sink?.unsent ?? 0;
   }
 
   /** Live events from the poller, in order. */

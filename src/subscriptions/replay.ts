@@ -118,12 +118,17 @@ function sliceEnd(events: readonly ReplayEventRecord[], start: number, bytes: nu
 /**
  * Waits until at most `events` events and `bytes` of content wait for the stream's consumer,
  * and its connection is not saturated: false once the stream has ended, or has been cut off
- * because its consumer took nothing for `stallMs`.
+ * because its consumer read nothing for `stallMs`. Reading is taking an event, or the
+ * connection's unsent bytes going down (a large frame on a slow link, or a WebSocket that
+ * other operations' events keep busy).
  */
 async function drainedTo(stream: EventStream, events: number, bytes: number, stallMs: number): Promise<boolean> {
-  const since = performance.now();
+  let readAt = performance.now();
+  let unsent = stream.unsent;
   while (stream.isOpen && (stream.buffered > events || stream.bufferedBytes > bytes || stream.saturated)) {
-    if (performance.now() - Math.max(since, stream.lastTakenAt) > stallMs) stream.cutOff();
+    if (stream.unsent < unsent) readAt = performance.now();
+    unsent = stream.unsent;
+    if (performance.now() - Math.max(readAt, stream.lastTakenAt) > stallMs) stream.cutOff();
     else await new Promise((resolve) => setTimeout(resolve, DRAIN_CHECK_MS));
   }
   return stream.isOpen;
