@@ -119,8 +119,8 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   /** Live events that arrived while replaying. */
   private readonly held: MemoryEventPayload[] = [];
   private heldBytes = 0;
-  /** When the consumer (or its connection) last took an event (performance.now()): a replay's stall counts from here. */
-  lastTakenAt = performance.now();
+  /** Events the consumer (or its connection) has taken: a replay's stall counts from the last time this grew. */
+  takes = 0;
   private waiting: ((result: IteratorResult<MemoryEventPayload>) => void) | null = null;
   private ended = false;
   private failed = false;
@@ -247,7 +247,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
 
   /** The consumer's connection took an event (the sink wrote it). */
   taken(): void {
-    this.lastTakenAt = performance.now();
+    this.takes += 1;
   }
 
   /** How many of `payloads`, from the first, fit in the buffer beside what waits for the consumer. */
@@ -283,7 +283,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = null;
-      this.lastTakenAt = performance.now();
+      this.takes += 1;
       resolve({ value: payload, done: false });
       return;
     }
@@ -319,7 +319,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   next(): Promise<IteratorResult<MemoryEventPayload>> {
     if (this.queue.length > 0) {
       const payload = this.queue.shift()!;
-      this.lastTakenAt = performance.now();
+      this.takes += 1;
       this.queuedBytes = this.queue.length === 0 ? 0 : this.queuedBytes - payloadBytes(payload);
       return Promise.resolve({ value: payload, done: false });
     }

@@ -125,10 +125,12 @@ function sliceEnd(events: readonly ReplayEventRecord[], start: number, bytes: nu
 async function drainedTo(stream: EventStream, events: number, bytes: number, stallMs: number): Promise<boolean> {
   let readAt = performance.now();
   let unsent = stream.unsent;
+  let takes = stream.takes;
   while (stream.isOpen && (stream.buffered > events || stream.bufferedBytes > bytes || stream.saturated)) {
-    if (stream.unsent < unsent) readAt = performance.now();
+    if (stream.unsent < unsent || stream.takes > takes) readAt = performance.now();
     unsent = stream.unsent;
-    if (performance.now() - Math.max(readAt, stream.lastTakenAt) > stallMs) stream.cutOff();
+    takes = stream.takes;
+    if (performance.now() - readAt > stallMs) stream.cutOff();
     else await new Promise((resolve) => setTimeout(resolve, DRAIN_CHECK_MS));
   }
   return stream.isOpen;
