@@ -82,35 +82,45 @@ describe('a burst of large events, more than a stream\'s buffer holds, in one ba
   }, 60_000);
 });
 
+type Rows = Record<string, unknown>[];
+
 /**
- * Watches the replays' database: the most content (memories' and versions' contentSizeBytes)
- * one statement of it read, while watching.
+ * Puts `override` in front of the hub's replays' database until the returned `restore`: a
+ * property it answers `undefined` for is the database's own.
  */
-function watchContentRead(hub: ReturnType<typeof eventHubOf>) {
+function interposeOnReplays(hub: ReturnType<typeof eventHubOf>, override: (target: Database, property: string | symbol) => unknown): () => void {
   const poller = hub as unknown as { replays: Database };
   const original = poller.replays;
+  poller.replays = new Proxy(original, { get: (target, property, receiver) => override(target, property) ?? Reflect.get(target, property, receiver) });
+  return () => (poller.replays = original);
+}
+
+/** `select(…).from(…).where(…)` of `target` (what loadEventSubjects sends), its statement run through `around`. */
+function selectThrough(target: Database, around: (rows: () => Promise<Rows>) => Promise<Rows>) {
+  return (...args: Parameters<Database['select']>) => {
+    const builder = target.select(...args);
+    return {
+      from: (...fromArgs: Parameters<typeof builder.from>) => {
+        const query = builder.from(...fromArgs);
+        return { where: (...whereArgs: Parameters<typeof query.where>) => around(() => query.where(...whereArgs) as unknown as Promise<Rows>) };
+      },
+    };
+  };
+}
+
+/** Watches the replays' database: the most content (memories' and versions' contentSizeBytes) one statement of it read, while watching. */
+function watchContentRead(hub: ReturnType<typeof eventHubOf>) {
   let most = 0;
-  poller.replays = new Proxy(original, {
-    get(target, property, receiver) {
-      if (property !== 'select') return Reflect.get(target, property, receiver);
-      return (...args: Parameters<Database['select']>) => {
-        const builder = target.select(...args);
-        return {
-          from: (...fromArgs: Parameters<typeof builder.from>) => {
-            const query = builder.from(...fromArgs);
-            return {
-              where: (...whereArgs: Parameters<typeof query.where>) =>
-                query.where(...whereArgs).then((rows: Record<string, unknown>[]) => {
-                  most = Math.max(most, rows.reduce((sum, row) => sum + Number(row.contentSizeBytes ?? 0), 0));
-                  return rows;
-                }),
-            };
-          },
-        };
-      };
-    },
-  });
-  return { most: () => most, restore: () => (poller.replays = original) };
+  const restore = interposeOnReplays(hub, (target, property) =>
+    property === 'select'
+      ? selectThrough(target, async (rows) => {
+          const read = await rows();
+          most = Math.max(most, read.reduce((sum, row) => sum + Number(row.contentSizeBytes ?? 0), 0));
+          return read;
+        })
+      : undefined,
+  );
+  return { most: () => most, restore };
 }
 
 describe('a stream that resumes behind large events, more than its buffer holds', () => {
@@ -143,20 +153,15 @@ describe('a replay whose read fails (a dropped connection, say)', () => {
   it('reads again from where it was, and delivers every event once', async () => {
     const { client, storeId, hub, firstCursor } = await storeSeenOnce('failing replay', 'f0.md');
     for (const path of ['f1.md', 'f2.md', 'f3.md']) await createMemoryAt(client, storeId, path, 'small');
-    const poller = hub as unknown as { replays: Database };
-    const original = poller.replays;
     let failures = 0;
-    poller.replays = new Proxy(original, {
-      get(target, property, receiver) {
-        if (property === 'execute' && failures === 0) {
-          return () => {
+    const restore = interposeOnReplays(hub, (_target, property) =>
+      property === 'execute' && failures === 0
+        ? () => {
             failures += 1;
             return Promise.reject(Object.assign(new Error('Connection terminated unexpectedly'), { code: 'CONNECTION_CLOSED' }));
-          };
-        }
-        return Reflect.get(target, property, receiver);
-      },
-    });
+          }
+        : undefined,
+    );
     try {
       const resumed = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId, after: firstCursor });
       expect(await received(resumed, 3)).toEqual({ paths: ['f1.md', 'f2.md', 'f3.md'], errors: [] });
@@ -165,7 +170,7 @@ describe('a replay whose read fails (a dropped connection, say)', () => {
       expect(resumed.results).toHaveLength(3);
       resumed.close();
     } finally {
-      poller.replays = original;
+      restore();
     }
   }, 30_000);
 });
@@ -178,25 +183,16 @@ describe('a replay whose memories grew after it read their sizes', () => {
     const grown = 50;
     const ids: string[] = [];
     for (let index = 0; index < grown; index += 1) ids.push((await createMemoryAt(client, storeId, `g${index}.md`, 'small')).id);
-    const poller = hub as unknown as { replays: Database };
-    const original = poller.replays;
     let grow: Promise<unknown> | null = null;
-    poller.replays = new Proxy(original, {
-      get(target, property, receiver) {
-        if (property !== 'select') return Reflect.get(target, property, receiver);
-        grow ??= Promise.all(ids.map((id) => updateMemory(client, { id, content: LARGE })));
-        const growing = grow;
-        return (...args: Parameters<Database['select']>) => {
-          const builder = target.select(...args);
-          return {
-            from: (...fromArgs: Parameters<typeof builder.from>) => {
-              const query = builder.from(...fromArgs);
-              return { where: (...whereArgs: Parameters<typeof query.where>) => growing.then(() => query.where(...whereArgs)) };
-            },
-          };
-        };
-      },
-    });
+    const restore = interposeOnReplays(hub, (target, property) =>
+      property === 'select'
+        ? selectThrough(target, async (rows) => {
+            grow ??= Promise.all(ids.map((id) => updateMemory(client, { id, content: LARGE })));
+            await grow;
+            return rows();
+          })
+        : undefined,
+    );
     try {
       const resumed = await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId, after: firstCursor });
       await received(resumed, grown);
@@ -209,7 +205,7 @@ describe('a replay whose memories grew after it read their sizes', () => {
       expect(eventsOf(resumed.results.filter((result) => result.data)).slice(0, grown).every((event) => event.memory.content === LARGE)).toBe(true);
       resumed.close();
     } finally {
-      poller.replays = original;
+      restore();
     }
   }, 60_000);
 });

@@ -308,19 +308,21 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
     connection: { synchronous_commit: 'off' },
   });
   const announcer = createAnnouncer(() => announcing`select pg_notify(${EVENTS_CHANNEL}, '')`);
-  // The live-update reader's connection (DatabaseHandle.reads), opened on its first statement.
-  const liveReading = postgres(databaseUrl, { ...readOnly, max: 1 });
-  const liveReads = drizzlePostgres({ client: preparingStatements(liveReading, null), schema, logger }) as unknown as Database;
-  // The live-update replays' connection (DatabaseHandle.replays), opened on its first statement.
-  const replaying = postgres(databaseUrl, { ...readOnly, max: 1 });
-  const replayReads = drizzlePostgres({ client: preparingStatements(replaying, null), schema, logger }) as unknown as Database;
+  /** A read-only connection of its own, opened on its first statement: its client (to end) and its database. */
+  const ownReadConnection = () => {
+    const client = postgres(databaseUrl, { ...readOnly, max: 1 });
+    return { client, db: drizzlePostgres({ client: preparingStatements(client, null), schema, logger }) as unknown as Database };
+  };
+  // The live-update reader's (DatabaseHandle.reads) and its replays' (DatabaseHandle.replays).
+  const liveReading = ownReadConnection();
+  const replaying = ownReadConnection();
   announcingTransactions(db, announcer);
   const snapshots = new RequestDatabase({ base: db, scope: undefined, announcer, client: () => client, snapshotClient: () => preparingStatements(pool, demand, undefined, READ_SNAPSHOT_BEGIN) });
   let closed = false;
   return {
     db,
-    reads: liveReads,
-    replays: replayReads,
+    reads: liveReading.db,
+    replays: replaying.db,
     run: async (text, params, options) => read(text, params, options),
     runRaw: async (text, params, options) => (await read(text, params, options).raw()) as unknown as (Uint8Array | null)[][],
     kind: 'postgres',
@@ -347,7 +349,7 @@ async function openPostgres(options: DatabaseOptions, databaseUrl: string): Prom
       if (closed) return;
       closed = true;
       announcer.close();
-      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), liveReading.end({ timeout: 5 }), replaying.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
+      await Promise.all([pool.end({ timeout: 5 }), reads === pool ? null : reads.end({ timeout: 5 }), liveReading.client.end({ timeout: 5 }), replaying.client.end({ timeout: 5 }), pingClient.end({ timeout: 1 }), announcing.end({ timeout: 1 })]);
     },
   };
 }

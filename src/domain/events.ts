@@ -223,14 +223,16 @@ export async function readWorkspaceEventsAfter(
   known: EventPosition | null = null,
 ): Promise<ReplayEventRecord[]> {
   const knownXid = known?.xid.toString() ?? null;
-  const result = await db.execute(sql`select ${EVENT_COLUMNS},
+  // The horizon is computed once (it looks at pg_stat_activity), and read twice.
+  const result = await db.execute(sql`with horizon as materialized (select ${EVENT_HORIZON} as at)
+    select ${EVENT_COLUMNS},
       coalesce((select m.content_size_bytes from memories m where m.workspace_id = e.workspace_id and m.id = e.memory_id), 0)
         + coalesce((select v.content_size_bytes from memory_versions v where v.workspace_id = e.workspace_id and v.id = e.memory_version_id), 0) as content_bytes
     from memory_events e
     where e.workspace_id = ${workspaceId} and (${memoryStoreId}::text is null or e.memory_store_id = ${memoryStoreId}::text)
       and (e.xid, e.id) > (${after.xid.toString()}::xid8, ${after.id}::bigint)
-      and e.xid <= greatest(${EVENT_HORIZON}, ${knownXid}::xid8)
-      and (e.xid < ${EVENT_HORIZON} or (e.xid, e.id) <= (${knownXid}::xid8, ${known?.id ?? null}::bigint))
+      and e.xid <= greatest((select at from horizon), ${knownXid}::xid8)
+      and (e.xid < (select at from horizon) or (e.xid, e.id) <= (${knownXid}::xid8, ${known?.id ?? null}::bigint))
     order by e.xid, e.id limit ${limit}`);
   return rowsOf(result).map((row) => Object.assign(eventOf(row), { contentBytes: Number(row.content_bytes) }));
 }

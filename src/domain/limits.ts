@@ -209,8 +209,8 @@ export const DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY = 50;
 export const DEFAULT_EVENT_RETENTION_DAYS = 7;
 /**
  * Events a stream holds for its consumer. A live batch that does not fit is replayed from the
- * table at the consumer's pace; a consumer that has taken nothing while the buffer is full is
- * cut off (SLOW_CONSUMER). event-stream.ts.
+ * table at the consumer's pace; a consumer that reads nothing of it for STREAM_REPLAY_STALL_MS
+ * is cut off (SLOW_CONSUMER). event-stream.ts.
  */
 export const STREAM_BUFFER_EVENTS = 1000;
 /** Content bytes a stream may hold for its consumer (and bytes its connection may hold unsent), as STREAM_BUFFER_EVENTS for events. */

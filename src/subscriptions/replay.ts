@@ -59,9 +59,14 @@ export async function replayStream(stream: EventStream, reads: Database, limits:
       }
     }
   } catch (error) {
-    logger.error('live updates: a stream could not replay', { error });
-    stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again with `after` set to the last cursor received.'));
+    failReplay(stream, logger, error);
   }
+}
+
+/** Ends a stream whose replay cannot go on, with INTERNAL_SERVER_ERROR (it resumes from its last cursor). */
+function failReplay(stream: EventStream, logger: Logger, error: unknown): void {
+  logger.error('live updates: a stream could not replay', { error });
+  stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again with `after` set to the last cursor received.'));
 }
 
 /**
@@ -91,8 +96,7 @@ async function readWithRetries<T>(stream: EventStream, read: () => Promise<T>, l
     } catch (error) {
       if (!stream.isOpen) return null;
       if (failures >= REPLAY_ATTEMPTS) {
-        logger.error('live updates: a stream could not replay', { error });
-        stream.fail(streamError('INTERNAL_SERVER_ERROR', 'The stream could not be resumed; subscribe again with `after` set to the last cursor received.'));
+        failReplay(stream, logger, error);
         return null;
       }
       logger.warn('live updates: a stream\'s replay failed to read; trying again', { error });
