@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ExecutionResult } from 'graphql';
 import { eventHubOf } from '../src/app.js';
@@ -251,14 +252,30 @@ describe('direct sinks of one shape on alike connections', () => {
     expect(behind.stream.isOpen).toBe(true);
   });
 
-  it('share nothing of a delivery written in more than one write', () => {
-    const sinks = [streamWithSink(fakeOutlet(), { shape: 'dashboard' }), streamWithSink(fakeOutlet(), { shape: 'dashboard' })];
+  it('write a delivery the first of them wrote in more than one write as those writes joined, in one write', () => {
+    const outlets = [fakeOutlet(), fakeOutlet(), fakeOutlet()];
+    const sinks = outlets.map((outlet) => streamWithSink(outlet, { shape: 'dashboard' }));
     // More events than a write holds (64 frames): the first sink writes them in two writes.
-    const delivery = Array.from({ length: 65 }, (_, index) => payload(index + 1));
+    const delivery = Array.from({ length: 100 }, (_, index) => payload(index + 1));
     for (const { stream } of sinks) stream.push(delivery);
     const every = delivery.map((_, index) => String(index + 1));
-    for (const { executed } of sinks) expect(executed).toEqual(every.map(Number));
-    expect(sinks[1]!.stream.buffered).toBe(0);
+    expect(outlets[0]!.writes.map((write) => write.length)).toEqual([64, 36]);
+    expect(outlets[0]!.writes.flat()).toEqual(every);
+    for (const outlet of outlets.slice(1)) expect(outlet.writes).toEqual([every]);
+    expect(sinks.map(({ executed }) => executed.length)).toEqual([100, 0, 0]);
+    expect(outlets[2]!.written[0]).toBe(outlets[1]!.written[0]);
+    for (const { stream, sink } of sinks) expect([stream.buffered, sink.pending]).toEqual([0, 0]);
+  });
+
+  it('hold back a joined delivery longer than the send-ahead from the streams that share it, which answer it themselves', () => {
+    const outlets = [fakeOutlet(), fakeOutlet()];
+    const sinks = outlets.map((outlet) => streamWithSink(outlet, { shape: 'dashboard' }));
+    // Frames of 2 KiB: the first sink writes them as they pass the send-ahead, and their join is longer than it.
+    for (const outlet of outlets) outlet.frame = (result) => Buffer.from(`${(result.data as { n: number }).n};`.padEnd(2048, ' '));
+    const delivery = Array.from({ length: Math.ceil(STREAM_SEND_AHEAD_BYTES / 2048) + 2 }, (_, index) => payload(index + 1));
+    for (const { stream } of sinks) stream.push(delivery);
+    expect(outlets[0]!.written.length).toBeGreaterThan(1);
+    expect(sinks.map(({ executed }) => executed.length)).toEqual([delivery.length, delivery.length]);
   });
 
   it('keep no copy of a delivery for a key that no other open sink has, and count a sink that closed out', () => {
@@ -310,6 +327,62 @@ describe('a graphql-ws outlet', () => {
     outlet.write(Buffer.concat(RESULTS.map((result) => outlet.frame(result))));
     expect(written).toHaveLength(1);
     expect(messagesOf(written[0]!).map((message) => JSON.parse(message))).toEqual(RESULTS.map((payload) => ({ id: 'op-1', type: 'next', payload })));
+  });
+});
+
+/** A graphql-ws outlet for operation `id` on a stand-in WebSocket whose socket records each write. */
+function webSocketOutletOf(id: string) {
+  const written: Buffer[] = [];
+  const ws = { readyState: WebSocket.OPEN, bufferedAmount: 0, _sender: { _queue: [] } };
+  return { outlet: webSocketOutlet(ws as unknown as WebSocket, { write: (bytes: Buffer) => written.push(bytes) } as never, id), written };
+}
+
+describe('graphql-ws operations of one shape', () => {
+  it('whose ids are as long write a delivery as the frames the first wrote, each message with its own id; others frame it themselves', () => {
+    // Results around the frame header's limits (125 and 126 bytes of message, with the id); a client's ids (UUIDs) are as long.
+    const results = [{ data: { n: 'a' } }, { data: { n: 'b'.repeat(300) } }, { data: { n: 'd'.repeat(73) } }, { data: { n: 'e'.repeat(74) } }];
+    const ids = ['9b2f8a52-7d0e-4c1a-9f43-5e8d6a1b2c3d', '0c4d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f', 'q"\\', '\u00e9"x', 'another-length'];
+    const sinks = ids.map((id) => {
+      const { outlet, written } = webSocketOutletOf(id);
+      const sink = new DirectSink(outlet);
+      const stream = new EventStream(viewer, { memoryStoreId: null, pathPrefix: null }, position(0), 100, () => {}, { sink });
+      stream.goLive();
+      const executed: number[] = [];
+      sink.start((item) => {
+        const n = Number(item.event.position.id);
+        executed.push(n);
+        return results[n - 1]!;
+      }, 'dashboard');
+      return { id, stream, written, executed };
+    });
+    const delivery = results.map((_, index) => payload(index + 1));
+    for (const { stream } of sinks) stream.push(delivery);
+    for (const { id, written } of sinks) {
+      expect(written).toHaveLength(1);
+      expect(messagesOf(written[0]!).map((message) => JSON.parse(message))).toEqual(results.map((result) => ({ id, type: 'next', payload: result })));
+    }
+    // The second UUID takes the first's frames; the two escaped ids are as long as JSON (7 bytes) and share too; the last frames its own.
+    expect(sinks.map(({ executed }) => executed.length)).toEqual([4, 0, 4, 0, 4]);
+  });
+
+  it('make the same frames from one of its own ids and from another id as long, whatever the results (property)', () => {
+    const idPairs = fc
+      .tuple(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }))
+      .filter(([a, b]) => Buffer.byteLength(JSON.stringify(a)) === Buffer.byteLength(JSON.stringify(b)));
+    const sameLength = fc.string({ unit: 'binary', maxLength: 40 }).map((id) => [id, id.split('').reverse().join('')] as const);
+    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.integer({ min: 60, max: 70_000 }).map((length) => 'x'.repeat(length)));
+    fc.assert(
+      fc.property(fc.oneof(idPairs, sameLength), fc.array(text, { minLength: 1, maxLength: 6 }), ([first, second], texts) => {
+        fc.pre(Buffer.byteLength(JSON.stringify(first)) === Buffer.byteLength(JSON.stringify(second)));
+        const results = texts.map((n) => ({ data: { n } }));
+        const a = webSocketOutletOf(first).outlet;
+        const b = webSocketOutletOf(second).outlet;
+        expect(a.sharingKey()).toBe(b.sharingKey());
+        const framesOf = (outlet: Outlet) => Buffer.concat(results.map((result) => outlet.frame(result)));
+        expect(b.adapt!(framesOf(a)).equals(framesOf(b))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 

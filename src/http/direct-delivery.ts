@@ -31,14 +31,15 @@ const READY_RETRY_MS = 2;
 export type ResultOf = (payload: MemoryEventPayload) => ExecutionResult | Promise<ExecutionResult>;
 
 /**
- * The bytes of a delivery as the first stream of a sharing key wrote them, by the delivery's
- * events (the one array the fan-out hands every stream whose filter it passes alike). A
- * stream of that key that would write the same events at once (nothing of its own waiting,
- * its connection ready) writes these bytes as they are: a thousand streams of one dashboard
- * then cost one execution, one frame and one join per event and a thousand writes per batch,
- * not a thousand frames and joins. Kept as long as the fan-out holds the array, and only
- * for keys that more than one open sink has (`sharers`): a key of one stream (graphql-ws
- * clients that name each operation with a random id) keeps no copy of what it wrote.
+ * The bytes of a delivery as the first stream of a sharing key wrote them (joined, if in more
+ * than one write), by the delivery's events (the one array the fan-out hands every stream
+ * whose filter it passes alike). A stream of that key that would write the same events at
+ * once (nothing of its own waiting, its connection ready) writes these bytes, as its outlet
+ * adapts them (a graphql-ws operation puts its own id in each message): a thousand streams
+ * of one dashboard then cost one execution, one frame and one join per event and a thousand
+ * writes per batch, not a thousand frames and joins. Kept as long as the fan-out holds the
+ * array, and only for keys that more than one open sink has (`sharers`): a key of one stream
+ * keeps no copy of what it wrote.
  */
 const deliveries = new WeakMap<readonly MemoryEventPayload[], Map<string, Buffer>>();
 /** The open sinks of each sharing key that more than none has. */
@@ -97,7 +98,7 @@ export class DirectSink implements StreamSink {
     if (shared) {
       const bytes = deliveries.get(payloads)?.get(this.sharing!);
       if (bytes !== undefined && this.outlet.unsent() + bytes.length <= STREAM_SEND_AHEAD_BYTES) {
-        this.writeOut(bytes);
+        this.writeOut(this.outlet.adapt ? this.outlet.adapt(bytes) : bytes);
         this.stream?.taken();
         return;
       }
@@ -111,11 +112,11 @@ export class DirectSink implements StreamSink {
     this.pump();
     const written = this.recorded;
     this.recorded = null;
-    // Every event written, in this turn and in one write: those are the delivery's bytes for the streams of this key.
-    if (recording && !this.closed && this.queue.length === 0 && !this.waiting && written?.length === 1) {
+    // Every event written, in this turn: those are the delivery's bytes for the streams of this key (joined once, if in more than one write).
+    if (recording && !this.closed && this.queue.length === 0 && !this.waiting && written !== null && written.length > 0) {
       let byKey = deliveries.get(payloads);
       if (!byKey) deliveries.set(payloads, (byKey = new Map()));
-      byKey.set(this.sharing!, written[0]!);
+      byKey.set(this.sharing!, written.length === 1 ? written[0]! : Buffer.concat(written));
     }
   }
 

@@ -27,6 +27,11 @@ export interface Outlet {
   unsent(): number;
   /** The bytes a result without errors is written as: its whole frame. */
   frame(result: ExecutionResult): Buffer;
+  /**
+   * Frames another connection of this sharing key made, as this connection writes them (the
+   * same frames for its own operation): absent where they are the same bytes.
+   */
+  adapt?(frames: Buffer): Buffer;
   /** Writes frames (`frame`'s bytes, one after another) in one write. */
   write(frames: Buffer): void;
   /** Calls `callback` once, when what waits unsent has gone to the kernel (or the connection is gone). */
@@ -138,17 +143,38 @@ function textFrame(...parts: Buffer[]): Buffer {
   return frame;
 }
 
+/** Calls `visit` with where each payload of unmasked frames written one after another (as textFrame makes them) begins, and its length. */
+function eachPayload(frames: Buffer, visit: (start: number, length: number) => void): void {
+  for (let offset = 0; offset < frames.length; ) {
+    const short = frames[offset + 1]! & 0x7f;
+    const start = short < 126 ? offset + 2 : short === 126 ? offset + 4 : offset + 10;
+    const length = short < 126 ? short : short === 126 ? frames.readUInt16BE(offset + 2) : Number(frames.readBigUInt64BE(offset + 2));
+    visit(start, length);
+    offset = start + length;
+  }
+}
+
 /** The payloads of unmasked frames written one after another (as textFrame makes them). */
 function payloadsOfFrames(frames: Buffer): Buffer[] {
   const payloads: Buffer[] = [];
-  for (let offset = 0; offset < frames.length; ) {
-    const short = frames[offset + 1]! & 0x7f;
-    const [start, length] =
-      short < 126 ? [offset + 2, short] : short === 126 ? [offset + 4, frames.readUInt16BE(offset + 2)] : [offset + 10, Number(frames.readBigUInt64BE(offset + 2))];
-    payloads.push(frames.subarray(start, start + length));
-    offset = start + length;
-  }
+  eachPayload(frames, (start, length) => payloads.push(frames.subarray(start, start + length)));
   return payloads;
+}
+
+/** Where a graphql-ws message's operation id (as JSON) begins in it: after `{"id":`. */
+const ID_AT = '{"id":'.length;
+
+/**
+ * `next` frames another operation's outlet made (its id as long as this one's, as JSON) as
+ * this operation's: a copy with `idJson` in each message. The frames' headers are the same,
+ * since each message is as long: one copy and a few bytes a frame, where framing each result
+ * again costs a result's look-up, an allocation and three copies.
+ */
+function withOperationId(frames: Buffer, idJson: Buffer): Buffer {
+  const copy = Buffer.allocUnsafe(frames.length);
+  copy.set(frames);
+  eachPayload(frames, (start) => copy.set(idJson, start + ID_AT));
+  return copy;
 }
 
 /**
@@ -159,15 +185,18 @@ function payloadsOfFrames(frames: Buffer): Buffer[] {
  * binary data read asynchronously), the messages go through `ws.send`, after what it queued.
  */
 export function webSocketOutlet(ws: WebSocket, socket: Socket | undefined, id: string): Outlet {
-  const open = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
+  const idJson = Buffer.from(JSON.stringify(id));
+  const open = Buffer.concat([Buffer.from('{"id":'), idJson, Buffer.from(',"type":"next","payload":')]);
   const sender = (ws as unknown as { _sender?: { _queue?: unknown[]; _state?: number } })._sender;
   return {
-    sharingKey: () => `ws ${id}`,
+    // Operations whose ids are as long write one result as frames of one layout, the id aside (adapt).
+    sharingKey: () => `ws ${idJson.length}`,
     ready: () => true,
     gone: () => ws.readyState !== WebSocket.OPEN,
     unsent: () => ws.bufferedAmount,
     // The result's JSON is shared by every stream of its shape; the message around it is this operation's.
     frame: (result) => textFrame(open, jsonOf(result), CLOSE_BRACE),
+    adapt: (frames) => withOperationId(frames, idJson),
     write(frames) {
       if (!socket || sender?._queue?.length || sender?._state) {
         for (const message of payloadsOfFrames(frames)) ws.send(message, { binary: false });

@@ -67,7 +67,7 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
   const pinning = options.pinning ?? pinLoadGenerator();
   const token = generateToken();
   const database = await createScratchPostgresDatabase('memstore_fanout', options.adminUrl);
-  const serverCommand = [process.execPath, ...NODE_FLAGS, ...(options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}`] : []), 'dist/server.js'];
+  const serverCommand = [process.execPath, ...NODE_FLAGS, ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []), ...(options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}`] : []), 'dist/server.js'];
   const server = startServerProcess(
     {
       DATABASE_URL: database.url,

@@ -3,7 +3,8 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:fan-out -- [--subscribers 1000] [--seconds 10] [--writers 16] [--alone-seconds N]
  *
- * BENCH_CPU_PROF=DIR writes the server's CPU profile there. Prints the report as JSON.
+ * BENCH_CPU_PROF=DIR writes the server's CPU profile there; BENCH_PERF=1 starts it with
+ * --perf-basic-prof (JavaScript names for `perf`). Prints the report as JSON.
  */
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
