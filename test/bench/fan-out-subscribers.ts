@@ -28,14 +28,36 @@ const QUOTE = 0x22;
 
 /** Version ids seen by any stream, each with its index in every stream's arrival times. */
 const versionIndex = new Map<string, number>();
+/** The same ids' bytes, by index: in the order the first stream to see each read it. */
+const order: Buffer[] = [];
 /** Chunks read, all streams together (how often the server wrote to each socket). */
 let chunks = 0;
 
-/** One stream's arrival times, by version index (NaN: not arrived). */
+/** Whether `bytes` holds `expected` at `offset`. */
+function holdsAt(bytes: Buffer, offset: number, expected: Buffer): boolean {
+  if (offset < 0 || offset + expected.length > bytes.length) return false;
+  for (let index = 0; index < expected.length; index += 1) if (bytes[offset + index] !== expected[index]) return false;
+  return true;
+}
+
+/**
+ * One stream's arrival times, by version index (NaN: not arrived).
+ *
+ * Every stream reads the same events in the same order (one workspace, commit order), so a
+ * stream looks first for the id it expects next (the one after the last it read, in the order
+ * the first stream to see them read them) where it expects it (as far past the last as the
+ * last was past the one before): bytes compared, no search, no string. Anything else (the
+ * first stream to see an id, a chunk's edge, an HTTP chunk's size line, an id out of order
+ * or missed) takes the search, which finds every id whatever the order.
+ */
 class Arrivals {
   times = new Float64Array(4096).fill(Number.NaN);
   /** Bytes of an id cut off by the end of a chunk. */
   private carry: Buffer | null = null;
+  /** The index of the id expected next. */
+  private next = 0;
+  /** How many bytes the last marker began past the end of the id before it (-1: none yet). */
+  private stride = -1;
 
   at(index: number): number {
     return index < this.times.length ? this.times[index]! : Number.NaN;
@@ -49,27 +71,49 @@ class Arrivals {
     const time = now();
     let position = 0;
     for (;;) {
-      const start = bytes.indexOf(MARK, position);
-      if (start < 0) break;
-      const end = bytes.indexOf(QUOTE, start + MARK.length);
-      if (end < 0) {
-        this.carry = Buffer.from(bytes.subarray(start));
-        return;
+      let index = -1;
+      let end = -1;
+      const expected = this.next < order.length ? order[this.next]! : null;
+      // Where and what this stream expects: the marker, the id, and the closing quote.
+      const guess = position + this.stride;
+      if (expected && this.stride >= 0 && holdsAt(bytes, guess, MARK) && holdsAt(bytes, guess + MARK.length, expected) && bytes[guess + MARK.length + expected.length] === QUOTE) {
+        index = this.next;
+        end = guess + MARK.length + expected.length;
+        this.stride = guess - position;
+      } else {
+        const start = bytes.indexOf(MARK, position);
+        if (start < 0) break;
+        end = bytes.indexOf(QUOTE, start + MARK.length);
+        if (end < 0) {
+          this.carry = Buffer.from(bytes.subarray(start));
+          return;
+        }
+        this.stride = start - position;
+        if (expected && end - start - MARK.length === expected.length && holdsAt(bytes, start + MARK.length, expected)) index = this.next;
+        else {
+          const id = bytes.toString('latin1', start + MARK.length, end);
+          index = versionIndex.get(id) ?? -1;
+          if (index < 0) {
+            versionIndex.set(id, (index = order.length));
+            order.push(Buffer.from(id, 'latin1'));
+          }
+        }
       }
-      const id = bytes.toString('latin1', start + MARK.length, end);
-      let index = versionIndex.get(id);
-      if (index === undefined) versionIndex.set(id, (index = versionIndex.size));
       if (index >= this.times.length) {
         const grown = new Float64Array(this.times.length * 2).fill(Number.NaN);
         grown.set(this.times);
         this.times = grown;
       }
       this.times[index] = time;
+      this.next = index + 1;
       position = end + 1;
     }
     // A marker may begin in the last bytes: they are read again with the next chunk.
     const keep = Math.max(position, bytes.length - (MARK.length - 1));
-    if (keep < bytes.length) this.carry = Buffer.from(bytes.subarray(keep));
+    if (keep < bytes.length) {
+      this.carry = Buffer.from(bytes.subarray(keep));
+      this.stride = -1;
+    }
   }
 }
 
