@@ -108,11 +108,12 @@ class Arrivals {
       this.next = index + 1;
       position = end + 1;
     }
-    // A marker may begin in the last bytes: they are read again with the next chunk.
-    const keep = Math.max(position, bytes.length - (MARK.length - 1));
-    if (keep < bytes.length) {
+    // A marker may begin in the last bytes (at a quote: every marker begins with one): they are read again with the next chunk.
+    for (let keep = Math.max(position, bytes.length - (MARK.length - 1)); keep < bytes.length; keep += 1) {
+      if (bytes[keep] !== QUOTE) continue;
       this.carry = Buffer.from(bytes.subarray(keep));
       this.stride = -1;
+      break;
     }
   }
 }
