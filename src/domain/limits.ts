@@ -227,8 +227,8 @@ export const STREAM_REPLAY_STALL_MS = 30_000;
 export const EVENT_BATCH_SIZE = 500;
 /**
  * How often an instance looks for new events without being woken (skipped when a read began
- * less than half of it ago): a change whose notification was lost is delivered at most one
- * and a half of it late.
+ * less than half of it, or the wake gap, ago): a change whose notification was lost is
+ * delivered at most one and a half of it (or the gap and it) late.
  */
 export const EVENT_POLL_INTERVAL_MS = 250;
 /**

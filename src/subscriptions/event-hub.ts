@@ -159,7 +159,7 @@ export class EventHub {
       // The timer finds what no notification announced: a read that began less than an
       // interval ago (woken by one) has found it already, or the next wake will.
       const interval = this.options.pollIntervalMs ?? EVENT_POLL_INTERVAL_MS;
-      every(interval, () => (performance.now() - this.lastPollAt >= interval / 2 ? this.poll() : undefined));
+      every(interval, () => (performance.now() - this.lastPollAt >= Math.max(interval / 2, this.wakeGap()) ? this.poll() : undefined));
       every(this.options.keyCheckIntervalMs ?? STREAM_KEY_CHECK_INTERVAL_MS, () => this.checkKeys());
       every(this.options.sweepIntervalMs ?? EVENT_SWEEP_INTERVAL_MS, () => this.sweep());
     });
@@ -228,7 +228,8 @@ export class EventHub {
     }
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = null;
-      void this.poll();
+      // A read that began since (the timer's) puts the next the wake gap after it.
+      this.wake();
     }, wait);
   }
 
