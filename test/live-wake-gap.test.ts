@@ -14,33 +14,69 @@ const POLL_INTERVAL_MS = 100;
 const GAP_MS = 150;
 const server = useTestServer({ live: { listen: false, pollIntervalMs: POLL_INTERVAL_MS } });
 
+type HubInternals = { wakeGap: () => number; poll: () => Promise<void>; polling: boolean; lastPollAt: number };
+
+/** Gives the hub the wake gap of a thousand streams (without opening them) and records when each read is asked for. */
+function watchReads(internals: HubInternals) {
+  const poll = internals.poll;
+  const reads: number[] = [];
+  internals.wakeGap = () => GAP_MS;
+  internals.poll = function (this: HubInternals) {
+    reads.push(performance.now());
+    return poll.call(this);
+  };
+  return {
+    reads,
+    restore: () => {
+      delete (internals as Partial<HubInternals>).poll;
+      delete (internals as Partial<HubInternals>).wakeGap;
+    },
+  };
+}
+
 describe('an instance woken by notifications faster than its wake gap, with a timer of shorter interval', () => {
   it('reads no more often than the gap, woken or timed, and keeps reading', async () => {
     const hub = eventHubOf(server.app);
     const client = await server.newWorkspace();
     await createStoreNamed(client, 'wake gap');
     const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS);
-    const internals = hub as unknown as { wakeGap: () => number; poll: () => Promise<void>; polling: boolean };
-    const poll = internals.poll;
-    const reads: number[] = [];
-    // The gap of a thousand streams, without opening them.
-    internals.wakeGap = () => GAP_MS;
-    internals.poll = function (this: typeof internals) {
-      if (!this.polling) reads.push(performance.now());
-      return poll.call(this);
-    };
+    const { reads, restore } = watchReads(hub as unknown as HubInternals);
     const waking = setInterval(() => hub.wake(), 5);
     try {
       await new Promise((resolve) => setTimeout(resolve, 2_000));
     } finally {
       clearInterval(waking);
-      delete (internals as Partial<typeof internals>).poll;
-      delete (internals as Partial<typeof internals>).wakeGap;
+      restore();
       stream.close();
     }
     const gaps = reads.slice(1).map((at, index) => at - reads[index]!);
     // Timers fire on the event loop's millisecond clock: up to a millisecond early by this one.
     expect(gaps.filter((gap) => gap < GAP_MS - 1.5).map(Math.round)).toEqual([]);
     expect(reads.length).toBeGreaterThanOrEqual(8);
+  }, 30_000);
+
+  it('reads, when a wake\'s timer comes due after another read began, the wake gap after that read', async () => {
+    const hub = eventHubOf(server.app);
+    const client = await server.newWorkspace();
+    const stream = await subscribeSse((url, init) => Promise.resolve(server.app.fetch(url, init)), 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS);
+    const internals = hub as unknown as HubInternals;
+    while (internals.polling) await new Promise((resolve) => setTimeout(resolve, 5));
+    const { reads, restore } = watchReads(internals);
+    try {
+      // The last read began 100 ms ago: a wake now waits 50 ms. A read (the timer's) begins 10 ms in.
+      internals.lastPollAt = performance.now() - 100;
+      hub.wake();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const before = reads.length;
+      await internals.poll();
+      const timed = reads[before]!;
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const after = reads.slice(before + 1);
+      expect(after.length).toBeGreaterThanOrEqual(1);
+      expect(Math.round(after[0]! - timed)).toBeGreaterThanOrEqual(GAP_MS - 2);
+    } finally {
+      restore();
+      stream.close();
+    }
   }, 30_000);
 });

@@ -112,11 +112,15 @@ export class DirectSink implements StreamSink {
     this.pump();
     const written = this.recorded;
     this.recorded = null;
-    // Every event written, in this turn: those are the delivery's bytes for the streams of this key (joined once, if in more than one write).
+    // Every event written, in this turn: those are the delivery's bytes for the streams of this
+    // key (joined once, if in more than one write and short enough for a sharer to take).
     if (recording && !this.closed && this.queue.length === 0 && !this.waiting && written !== null && written.length > 0) {
-      let byKey = deliveries.get(payloads);
-      if (!byKey) deliveries.set(payloads, (byKey = new Map()));
-      byKey.set(this.sharing!, written.length === 1 ? written[0]! : Buffer.concat(written));
+      const length = written.length === 1 ? written[0]!.length : written.reduce((total, bytes) => total + bytes.length, 0);
+      if (written.length === 1 || length <= STREAM_SEND_AHEAD_BYTES) {
+        let byKey = deliveries.get(payloads);
+        if (!byKey) deliveries.set(payloads, (byKey = new Map()));
+        byKey.set(this.sharing!, written.length === 1 ? written[0]! : Buffer.concat(written, length));
+      }
     }
   }
 
@@ -242,6 +246,8 @@ export class DirectSink implements StreamSink {
     this.frames.length = 0;
     this.framedBytes = 0;
     if (!this.closed && !this.outlet.gone()) this.writeOut(bytes);
+    // Frames not written: what this sink wrote is not the delivery's bytes.
+    else this.recorded = null;
   }
 
   private writeOut(bytes: Buffer): void {

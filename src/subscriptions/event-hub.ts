@@ -226,10 +226,12 @@ export class EventHub {
       void this.poll();
       return;
     }
+    const lastRead = this.lastPollAt;
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = null;
       // A read that began since (the timer's) puts the next the wake gap after it.
-      this.wake();
+      if (this.lastPollAt !== lastRead) this.wake();
+      else void this.poll();
     }, wait);
   }
 
