@@ -157,7 +157,8 @@ export class EventHub {
         this.timers.push(timer);
       };
       // The timer finds what no notification announced: a read that began less than an
-      // interval ago (woken by one) has found it already, or the next wake will.
+      // interval ago (woken by one) has found it already, or the next wake will. It keeps
+      // to the wake gap too: a timed read inside it would double a busy instance's batches.
       const interval = this.options.pollIntervalMs ?? EVENT_POLL_INTERVAL_MS;
       every(interval, () => (performance.now() - this.lastPollAt >= Math.max(interval / 2, this.wakeGap()) ? this.poll() : undefined));
       every(this.options.keyCheckIntervalMs ?? STREAM_KEY_CHECK_INTERVAL_MS, () => this.checkKeys());
