@@ -338,10 +338,10 @@ function webSocketOutletOf(id: string) {
 }
 
 describe('graphql-ws operations of one shape', () => {
-  it('whose ids are as long write a delivery as the frames the first wrote, each message with its own id; others frame it themselves', () => {
+  it('whose ids are as long write a delivery as the frames the first wrote, each message with its own id (alike ids: the very bytes); others frame it themselves', () => {
     // Results around the frame header's limits (125 and 126 bytes of message, with the id); a client's ids (UUIDs) are as long.
     const results = [{ data: { n: 'a' } }, { data: { n: 'b'.repeat(300) } }, { data: { n: 'd'.repeat(73) } }, { data: { n: 'e'.repeat(74) } }];
-    const ids = ['9b2f8a52-7d0e-4c1a-9f43-5e8d6a1b2c3d', '0c4d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f', 'q"\\', '\u00e9"x', 'another-length'];
+    const ids = ['9b2f8a52-7d0e-4c1a-9f43-5e8d6a1b2c3d', '0c4d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f', 'q"\\', '\u00e9"x', 'another-length', 'same', 'same'];
     const sinks = ids.map((id) => {
       const { outlet, written } = webSocketOutletOf(id);
       const sink = new DirectSink(outlet);
@@ -361,8 +361,11 @@ describe('graphql-ws operations of one shape', () => {
       expect(written).toHaveLength(1);
       expect(messagesOf(written[0]!).map((message) => JSON.parse(message))).toEqual(results.map((result) => ({ id, type: 'next', payload: result })));
     }
-    // The second UUID takes the first's frames; the two escaped ids are as long as JSON (7 bytes) and share too; the last frames its own.
-    expect(sinks.map(({ executed }) => executed.length)).toEqual([4, 0, 4, 0, 4]);
+    // The second UUID takes the first's frames; the two escaped ids are as long as JSON (7 bytes) and share too; 'another-length'
+    // frames its own; of two operations named alike on two connections, the second writes the very bytes the first wrote.
+    expect(sinks.map(({ executed }) => executed.length)).toEqual([4, 0, 4, 0, 4, 4, 0]);
+    expect(sinks[6]!.written[0]).toBe(sinks[5]!.written[0]);
+    expect(sinks[1]!.written[0]).not.toBe(sinks[0]!.written[0]);
   });
 
   it('make the same frames from one of its own ids and from another id as long, whatever the results (property)', () => {

@@ -143,11 +143,17 @@ function textFrame(...parts: Buffer[]): Buffer {
   return frame;
 }
 
+/** Where the payload of the unmasked frame at `offset` (as textFrame makes them) begins. */
+function payloadStart(frames: Buffer, offset: number): number {
+  const short = frames[offset + 1]! & 0x7f;
+  return short < 126 ? offset + 2 : short === 126 ? offset + 4 : offset + 10;
+}
+
 /** Calls `visit` with where each payload of unmasked frames written one after another (as textFrame makes them) begins, and its length. */
 function eachPayload(frames: Buffer, visit: (start: number, length: number) => void): void {
   for (let offset = 0; offset < frames.length; ) {
     const short = frames[offset + 1]! & 0x7f;
-    const start = short < 126 ? offset + 2 : short === 126 ? offset + 4 : offset + 10;
+    const start = payloadStart(frames, offset);
     const length = short < 126 ? short : short === 126 ? frames.readUInt16BE(offset + 2) : Number(frames.readBigUInt64BE(offset + 2));
     visit(start, length);
     offset = start + length;
@@ -161,6 +167,11 @@ function payloadsOfFrames(frames: Buffer): Buffer[] {
   return payloads;
 }
 
+/** Whether `bytes` holds `part` at `offset`. */
+function isAt(bytes: Buffer, offset: number, part: Buffer): boolean {
+  return offset + part.length <= bytes.length && bytes.compare(part, 0, part.length, offset, offset + part.length) === 0;
+}
+
 /** Where a graphql-ws message's operation id (as JSON) begins in it: after `{"id":`. */
 const ID_AT = '{"id":'.length;
 
@@ -171,6 +182,8 @@ const ID_AT = '{"id":'.length;
  * again costs a result's look-up, an allocation and three copies.
  */
 function withOperationId(frames: Buffer, idJson: Buffer): Buffer {
+  // Made for an operation of the same id (clients that name every operation alike): the very bytes.
+  if (frames.length === 0 || isAt(frames, payloadStart(frames, 0) + ID_AT, idJson)) return frames;
   const copy = Buffer.allocUnsafe(frames.length);
   copy.set(frames);
   eachPayload(frames, (start) => copy.set(idJson, start + ID_AT));
