@@ -12,6 +12,12 @@ import { useTestServer } from './support/server.js';
  */
 const POLL_INTERVAL_MS = 100;
 const GAP_MS = 150;
+/**
+ * Timers fire on the event loop's clock, in whole milliseconds read when the loop turns: by
+ * performance.now(), a timer of a fractional delay may fire up to about 2 ms early (seen:
+ * 147.5 ms for 150).
+ */
+const EARLY_MS = 4;
 const server = useTestServer({ live: { listen: false, pollIntervalMs: POLL_INTERVAL_MS } });
 
 type HubInternals = { wakeGap: () => number; poll: () => Promise<void>; polling: boolean; lastPollAt: number };
@@ -50,8 +56,7 @@ describe('an instance woken by notifications faster than its wake gap, with a ti
       stream.close();
     }
     const gaps = reads.slice(1).map((at, index) => at - reads[index]!);
-    // Timers fire on the event loop's millisecond clock: up to a millisecond early by this one.
-    expect(gaps.filter((gap) => gap < GAP_MS - 1.5).map(Math.round)).toEqual([]);
+    expect(gaps.filter((gap) => gap < GAP_MS - EARLY_MS).map(Math.round)).toEqual([]);
     expect(reads.length).toBeGreaterThanOrEqual(8);
   }, 30_000);
 
@@ -73,7 +78,7 @@ describe('an instance woken by notifications faster than its wake gap, with a ti
       await new Promise((resolve) => setTimeout(resolve, 400));
       const after = reads.slice(before + 1);
       expect(after.length).toBeGreaterThanOrEqual(1);
-      expect(Math.round(after[0]! - timed)).toBeGreaterThanOrEqual(GAP_MS - 2);
+      expect(Math.round(after[0]! - timed)).toBeGreaterThanOrEqual(GAP_MS - EARLY_MS);
     } finally {
       restore();
       stream.close();
