@@ -45,6 +45,14 @@ const deliveries = new WeakMap<readonly MemoryEventPayload[], Map<string, Buffer
 /** The open sinks of each sharing key that more than none has. */
 const sharers = new Map<string, number>();
 
+/** What a delivery written as `writes` is kept as for sharers: one write as it is, several joined once if a sharer could take them (within the send-ahead); else null. */
+function sharedBytesOf(writes: Buffer[]): Buffer | null {
+  if (writes.length <= 1) return writes[0] ?? null;
+  let length = 0;
+  for (const bytes of writes) length += bytes.length;
+  return length <= STREAM_SEND_AHEAD_BYTES ? Buffer.concat(writes, length) : null;
+}
+
 /**
  * The sink of one stream (event-stream.ts): its events, in order, written to its outlet. It
  * writes ahead of its consumer at most STREAM_SEND_AHEAD_BYTES (and one batch's frames):
@@ -112,15 +120,12 @@ export class DirectSink implements StreamSink {
     this.pump();
     const written = this.recorded;
     this.recorded = null;
-    // Every event written, in this turn: those are the delivery's bytes for the streams of this
-    // key (joined once, if in more than one write and short enough for a sharer to take).
-    if (recording && !this.closed && this.queue.length === 0 && !this.waiting && written !== null && written.length > 0) {
-      const length = written.length === 1 ? written[0]!.length : written.reduce((total, bytes) => total + bytes.length, 0);
-      if (written.length === 1 || length <= STREAM_SEND_AHEAD_BYTES) {
-        let byKey = deliveries.get(payloads);
-        if (!byKey) deliveries.set(payloads, (byKey = new Map()));
-        byKey.set(this.sharing!, written.length === 1 ? written[0]! : Buffer.concat(written, length));
-      }
+    // Every event written, in this turn: those are the delivery's bytes for the streams of this key.
+    const bytes = recording && !this.closed && this.queue.length === 0 && !this.waiting && written !== null ? sharedBytesOf(written) : null;
+    if (bytes !== null) {
+      let byKey = deliveries.get(payloads);
+      if (!byKey) deliveries.set(payloads, (byKey = new Map()));
+      byKey.set(this.sharing!, bytes);
     }
   }
 
