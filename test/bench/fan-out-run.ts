@@ -5,15 +5,20 @@
  * memstore's production build (`node <src/node-flags.ts> dist/server.js`, built by the caller) runs on a scratch
  * database, on core 1 (PostgreSQL is not pinned); the writers and the subscribers run on
  * core 0, the subscribers in a process of their own (fan-out-subscribers.ts). The same write
- * load (updateMemory with new 1–4 KiB content, as W1, by `writers` concurrent clients) is
- * measured alone, then with `subscribers` open streams of the workspace (half SSE, half
+ * load is measured alone, then with `subscribers` open streams of the workspace (half SSE, half
  * graphql-ws), each receiving every write, then alone again (the ratio is to the mean of
  * the two runs alone). Reports write throughput both ways, delivery
  * latency p50/p99 from the write's response (its commit) to each stream's receipt of its
  * event, and the CPU each process spent.
+ *
+ * The write load is W1's (workloads.ts): updateMemory with W1's 1–4 KiB contents, by
+ * `writers` concurrent clients, rotating over `stores` stores (200, as the benchmark's data)
+ * so that a write comes back to a store only after every other store has had one. With
+ * `stores: 1` every write waits for the one store's lock (the load F1 ran until 2026-12-07):
+ * the writes are then as many as one store's lock lets through, and anything that slows the
+ * backend holding it (a busy core) slows them all.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
@@ -22,6 +27,8 @@ import { NODE_FLAGS } from '../../src/node-flags.js';
 import { createScratchPostgresDatabase } from '../support/database.js';
 import { startServerProcess } from '../support/process.js';
 import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, type Pinning } from './measure.js';
+import { BENCH_SHAPE } from './seed.js';
+import { WRITE_CONTENTS } from './workloads.js';
 
 export interface FanOutOptions {
   /** A PostgreSQL URL: the scratch database is made next to its database. */
@@ -31,6 +38,8 @@ export interface FanOutOptions {
   /** The length of the run without subscribers (default: `seconds`). */
   aloneSeconds?: number;
   writers: number;
+  /** The stores the writes rotate over (default FAN_OUT_STORES): one memory each, or 200 in a single store. */
+  stores?: number;
   /** Where the server writes its CPU profile, if anywhere. */
   profileDirectory?: string;
   /** The cores, when the caller pinned itself already (npm run bench); else this process pins itself to core 0. */
@@ -40,6 +49,7 @@ export interface FanOutOptions {
 export interface FanOutReport {
   subscribers: number;
   writers: number;
+  stores: number;
   seconds: number;
   pinning: string;
   /** The mean of the writes alone before the streams open and after they close. */
@@ -55,7 +65,10 @@ export interface FanOutReport {
   cpuMsPerSecondWithSubscribers: Record<string, number>;
 }
 
-const MEMORIES = 200;
+/** The stores F1's writes rotate over by default: as many as the benchmark's data has (W1 rotates over them all). */
+export const FAN_OUT_STORES = BENCH_SHAPE.stores;
+/** The memories the writes update: W1's number of them per store when there is one store, else one a store. */
+const memoriesPerStore = (stores: number) => (stores === 1 ? BENCH_SHAPE.stores : 1);
 const UPDATE = 'mutation($id: ID!, $c: String!) { updateMemory(input: { id: $id, content: $c }) { ... on UpdateMemorySuccess { memory { latestVersion { id } } } } }';
 interface UpdateAnswer {
   data?: { updateMemory?: { memory?: { latestVersion?: { id: string } } } };
@@ -64,6 +77,7 @@ interface UpdateAnswer {
 export async function measureFanOut(options: FanOutOptions): Promise<FanOutReport> {
   const { subscribers: SUBSCRIBERS, seconds: SECONDS, writers: WRITERS } = options;
   const ALONE_SECONDS = options.aloneSeconds ?? SECONDS;
+  const STORES = options.stores ?? FAN_OUT_STORES;
   const pinning = options.pinning ?? pinLoadGenerator();
   const token = generateToken();
   const database = await createScratchPostgresDatabase('memstore_fanout', options.adminUrl);
@@ -88,11 +102,19 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
       return response.json();
     }
 
-    const store = (await post('mutation { createMemoryStore(input: { name: "fan-out" }) { ... on CreateMemoryStoreSuccess { memoryStore { id } } } }', {})).data.createMemoryStore.memoryStore.id;
+    // memories[k]: the k-th memory of a rotation that visits every store before coming back to one.
     const memories: string[] = [];
-    for (let index = 0; index < MEMORIES; index += 1) {
-      const data = await post('mutation($s: ID!, $p: String!) { createMemory(input: { memoryStoreId: $s, path: $p, content: "seed" }) { ... on CreateMemorySuccess { memory { id } } } }', { s: store, p: `m/${index}.md` });
-      memories.push(data.data.createMemory.memory.id);
+    const perStore = memoriesPerStore(STORES);
+    const storeIds: string[] = [];
+    for (let index = 0; index < STORES; index += 1) {
+      const created = await post('mutation($n: String!) { createMemoryStore(input: { name: $n }) { ... on CreateMemoryStoreSuccess { memoryStore { id } } } }', { n: `fan-out ${index}` });
+      storeIds.push(created.data.createMemoryStore.memoryStore.id);
+    }
+    for (let memory = 0; memory < perStore; memory += 1) {
+      for (const store of storeIds) {
+        const data = await post('mutation($s: ID!, $p: String!) { createMemory(input: { memoryStoreId: $s, path: $p, content: "seed" }) { ... on CreateMemorySuccess { memory { id } } } }', { s: store, p: `m/${memory}.md` });
+        memories.push(data.data.createMemory.memory.id);
+      }
     }
 
     const probe = postgres(database.url, { max: 1 });
@@ -117,6 +139,7 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
      * writers share their core with the subscribers); the time each written version's
      * response arrived, by version id.
      */
+    let written = 0;
     async function writeLoad(seconds: number): Promise<{ perSecond: number; committed: Record<string, number> }> {
       const committed: Record<string, number> = {};
       let writes = 0;
@@ -131,8 +154,10 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
               {
                 method: 'POST',
                 setupRequest: (request) => {
-                  const id = memories[Math.floor(Math.random() * memories.length)]!;
-                  const content = randomBytes(512 + Math.floor(Math.random() * 1536)).toString('hex');
+                  const n = written++;
+                  const id = memories[n % memories.length]!;
+                  // W1's contents, each made unique (an update to the same content writes nothing).
+                  const content = `${WRITE_CONTENTS[n % WRITE_CONTENTS.length]}\n(#${n})`;
                   return { ...request, body: JSON.stringify({ query: UPDATE, variables: { id, c: content } }) };
                 },
                 onResponse: (status, body) => {
@@ -174,6 +199,7 @@ export async function measureFanOut(options: FanOutOptions): Promise<FanOutRepor
     const report: FanOutReport = {
       subscribers: SUBSCRIBERS,
       writers: WRITERS,
+      stores: STORES,
       seconds: SECONDS,
       pinning: pinning.serverCore === null ? pinning.note : 'the writers and the subscribers on core 0, the server on core 1; PostgreSQL not pinned',
       writesPerSecondAlone: Math.round(alonePerSecond),

@@ -1,18 +1,18 @@
 /**
  * `npm run bench:fan-out`: the fan-out workload of `npm run bench` alone (fan-out-run.ts).
  *
- *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:fan-out -- [--subscribers 1000] [--seconds 10] [--writers 16] [--alone-seconds N]
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:fan-out -- [--subscribers 1000] [--seconds 10] [--writers 16] [--stores 200] [--alone-seconds N]
  *
  * BENCH_CPU_PROF=DIR writes the server's CPU profile there; BENCH_PERF=1 starts it with
  * --perf-basic-prof (JavaScript names for `perf`). Prints the report as JSON.
  */
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { measureFanOut } from './fan-out-run.js';
+import { FAN_OUT_STORES, measureFanOut } from './fan-out-run.js';
 import { ROOT } from './measure.js';
 
 const { values: flags } = parseArgs({
-  options: { subscribers: { type: 'string', default: '1000' }, seconds: { type: 'string', default: '10' }, writers: { type: 'string', default: '16' }, 'alone-seconds': { type: 'string' } },
+  options: { subscribers: { type: 'string', default: '1000' }, seconds: { type: 'string', default: '10' }, writers: { type: 'string', default: '16' }, stores: { type: 'string', default: String(FAN_OUT_STORES) }, 'alone-seconds': { type: 'string' } },
 });
 
 if (!process.env.DATABASE_URL) {
@@ -27,6 +27,7 @@ const report = await measureFanOut({
   seconds: Number(flags.seconds),
   aloneSeconds: flags['alone-seconds'] === undefined ? undefined : Number(flags['alone-seconds']),
   writers: Number(flags.writers),
+  stores: Number(flags.stores),
   profileDirectory: process.env.BENCH_CPU_PROF,
 });
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -38,7 +38,7 @@ import postgres from 'postgres';
 import type { Database } from '../../src/db/client.js';
 import * as schema from '../../src/db/schema.js';
 import { BENCH_DATABASE, databaseUrlFor, dropDatabase, migrateAndSeed, recreateDatabase } from './database.js';
-import { measureFanOut, type FanOutReport } from './fan-out-run.js';
+import { FAN_OUT_STORES, measureFanOut, type FanOutReport } from './fan-out-run.js';
 import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, rssBytes, runLoad, startServer, type ServerProcess } from './measure.js';
 import { renderMarkdown, type LongRow, type PolledRow, type Results, type Row, type StatementRow } from './report.js';
 import { BENCH_SHAPE, benchInvariantViolations } from './seed.js';
@@ -447,7 +447,7 @@ async function main(): Promise<void> {
   // ---- 4. the fan-out of live updates: W1-style writes alone, then with streams open ----
   let fanOut: FanOutReport | null = null;
   if (runFanOut) {
-    log(`F1: ${fanOutSubscribers} streams while ${FAN_OUT_WRITERS} writers update memories (${duration} s alone, ${duration} s with the streams)`);
+    log(`F1: ${fanOutSubscribers} streams while ${FAN_OUT_WRITERS} writers update memories of ${FAN_OUT_STORES} stores (${duration} s alone, ${duration} s with the streams)`);
     fanOut = await measureFanOut({ adminUrl: adminUrl!, subscribers: fanOutSubscribers, seconds: duration, writers: FAN_OUT_WRITERS, pinning });
     log(
       `F1: ${fanOut.writesPerSecondWithSubscribers} writes/s with the streams, ${fanOut.writesPerSecondAlone} alone (${fanOut.throughputRatio.toFixed(2)} ×); ` +
