@@ -20,6 +20,14 @@ if (!process.env.DATABASE_URL) {
   process.exit(1);
 }
 
+for (const name of ['subscribers', 'seconds', 'writers', 'stores'] as const) {
+  const value = Number(flags[name]);
+  if (!Number.isInteger(value) || value < 1) {
+    process.stderr.write(`--${name} must be a whole number of at least 1 (got "${flags[name]}")\n`);
+    process.exit(2);
+  }
+}
+
 execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
 const report = await measureFanOut({
   adminUrl: process.env.DATABASE_URL,
