@@ -143,18 +143,18 @@ function textFrame(...parts: Buffer[]): Buffer {
   return frame;
 }
 
-/** Where the payload of the unmasked frame at `offset` (as textFrame makes them) begins. */
-function payloadStart(frames: Buffer, offset: number): number {
+/** Where the payload of the unmasked frame at `offset` (as textFrame makes them) begins, and its length: the frame's header read once. */
+function payloadAt(frames: Buffer, offset: number): { start: number; length: number } {
   const short = frames[offset + 1]! & 0x7f;
-  return short < 126 ? offset + 2 : short === 126 ? offset + 4 : offset + 10;
+  if (short < 126) return { start: offset + 2, length: short };
+  if (short === 126) return { start: offset + 4, length: frames.readUInt16BE(offset + 2) };
+  return { start: offset + 10, length: Number(frames.readBigUInt64BE(offset + 2)) };
 }
 
 /** Calls `visit` with where each payload of unmasked frames written one after another (as textFrame makes them) begins, and its length. */
 function eachPayload(frames: Buffer, visit: (start: number, length: number) => void): void {
   for (let offset = 0; offset < frames.length; ) {
-    const short = frames[offset + 1]! & 0x7f;
-    const start = payloadStart(frames, offset);
-    const length = short < 126 ? short : short === 126 ? frames.readUInt16BE(offset + 2) : Number(frames.readBigUInt64BE(offset + 2));
+    const { start, length } = payloadAt(frames, offset);
     visit(start, length);
     offset = start + length;
   }
@@ -184,7 +184,7 @@ const ID_AT = '{"id":'.length;
  */
 function withOperationId(frames: Buffer, idJson: Buffer): Buffer {
   // Made for an operation of the same id (clients that name every operation alike): the very bytes.
-  if (frames.length === 0 || isAt(frames, payloadStart(frames, 0) + ID_AT, idJson)) return frames;
+  if (frames.length === 0 || isAt(frames, payloadAt(frames, 0).start + ID_AT, idJson)) return frames;
   const copy = Buffer.allocUnsafe(frames.length);
   copy.set(frames);
   for (const offset of idOffsetsOf(frames)) copy.set(idJson, offset);

@@ -103,6 +103,9 @@ function withRatio(value: number | null, base: number | null | undefined, digits
   return `${text} (${ratio >= 10 ? ratio.toFixed(0) : ratio.toFixed(2)}×)`;
 }
 
+/** The stores F1's writes rotated over: a report from before `stores` was recorded wrote to one. */
+const storesOf = (fan: FanOutReport) => ((fan.stores ?? 1) === 1 ? 'one store' : `${fan.stores} stores`);
+
 export function renderMarkdown(results: Results): string {
   const lines: string[] = [];
   const push = (...more: string[]) => lines.push(...more);
@@ -204,7 +207,7 @@ export function renderMarkdown(results: Results): string {
       '## F1: fan-out of live updates',
       '',
       `${fan.subscribers} open streams of one workspace (half SSE, half graphql-ws), each receiving every write, while ${fan.writers} clients update memories ` +
-        `(W1's 1–4 KiB contents, rotating over ${fan.stores ?? 1} store${fan.stores === 1 || fan.stores === undefined ? '' : 's'}) for ${fan.seconds} s; the same writes alone just before and just after (${fan.writesPerSecondAloneBeforeAndAfter?.join(' and ') ?? fan.writesPerSecondAlone} writes/s; the table has their mean). ${fan.pinning}. Latency is from a write's response (its commit) to a stream's receipt of its event.`,
+        `(W1's 1–4 KiB contents, rotating over ${storesOf(fan)}) for ${fan.seconds} s; the same writes alone just before and just after (${fan.writesPerSecondAloneBeforeAndAfter?.join(' and ') ?? fan.writesPerSecondAlone} writes/s; the table has their mean). ${fan.pinning}. Latency is from a write's response (its commit) to a stream's receipt of its event.`,
       '',
       '| writes/s alone | writes/s with the streams | ratio | deliveries | missing | latency p50 ms | p99 ms | max ms | writes per stream per second |',
       '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
