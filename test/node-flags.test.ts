@@ -46,7 +46,7 @@ describe("memstore's node flags", () => {
     }
   });
 
-  it("start node's young generation at 16 MB a semi-space and keep it there under allocation (V8 on its own: 1 MB, then growing)", async () => {
+  it("start node's young generation at 8 MB a semi-space and keep it there under allocation (V8 on its own: 1 MB, then growing)", async () => {
     /** The young generation's committed size (both semi-spaces once the second is in use), in MB, at the start and after allocating. */
     const youngGenerationMb = async (flags: readonly string[]) => {
       const script = `
@@ -59,23 +59,23 @@ describe("memstore's node flags", () => {
       return JSON.parse(stdout) as { start: number; after: number };
     };
     const fixed = await youngGenerationMb(NODE_FLAGS);
-    expect(fixed.start).toBe(16);
-    expect(fixed.after).toBeLessThanOrEqual(32);
-    expect((await youngGenerationMb([])).start).toBeLessThan(16);
-    // A larger maximum would let it grow past 16 MB a semi-space under the same allocation.
-    expect((await youngGenerationMb([...NODE_FLAGS, '--max-semi-space-size=32'])).after).toBeGreaterThan(32);
+    expect(fixed.start).toBe(8);
+    expect(fixed.after).toBeLessThanOrEqual(16);
+    expect((await youngGenerationMb([])).start).toBeLessThan(8);
+    // A larger maximum would let it grow past 8 MB a semi-space under the same allocation.
+    expect((await youngGenerationMb([...NODE_FLAGS, '--max-semi-space-size=16'])).after).toBeGreaterThan(16);
   });
 
   it('names the flags node was started without or with another value, the last value of a name counting', () => {
     expect(missingNodeFlags([])).toEqual([...NODE_FLAGS]);
     expect(missingNodeFlags([...NODE_FLAGS, '--import', 'tsx'])).toEqual([]);
-    expect(missingNodeFlags(['--min_semi_space_size=16', '--max-semi-space-size=16'])).toEqual([]);
-    expect(missingNodeFlags(['--min-semi-space-size=16'])).toEqual(['--max-semi-space-size=16']);
-    expect(missingNodeFlags(['--min-semi-space-size=8', '--max-semi-space-size=16'])).toEqual(['--min-semi-space-size=16']);
+    expect(missingNodeFlags(['--min_semi_space_size=8', '--max-semi-space-size=8'])).toEqual([]);
+    expect(missingNodeFlags(['--min-semi-space-size=8'])).toEqual(['--max-semi-space-size=8']);
+    expect(missingNodeFlags(['--min-semi-space-size=16', '--max-semi-space-size=8'])).toEqual(['--min-semi-space-size=8']);
     // Given again later with another value, that value is the one node uses.
-    expect(missingNodeFlags([...NODE_FLAGS, '--min-semi-space-size=1'])).toEqual(['--min-semi-space-size=16']);
+    expect(missingNodeFlags([...NODE_FLAGS, '--min-semi-space-size=1'])).toEqual(['--min-semi-space-size=8']);
     expect(missingNodeFlags(['--max-semi-space-size=32', ...NODE_FLAGS])).toEqual([]);
     // node takes these flags' values only after "=".
-    expect(missingNodeFlags(['--min-semi-space-size', '16', '--max-semi-space-size=16'])).toEqual(['--min-semi-space-size=16']);
+    expect(missingNodeFlags(['--min-semi-space-size', '8', '--max-semi-space-size=8'])).toEqual(['--min-semi-space-size=8']);
   });
 });
