@@ -344,7 +344,7 @@ describe.skipIf(postgresUrl === undefined)('a polled answer while an older write
     // memstore's announcement sessions are, the horizon passes over it and the mark settles.
     const session = postgres(server.database.url!, { max: 1, onnotice: () => {}, connection: { application_name: 'memstore announcements' } });
     const held = await session.reserve();
-    try {
+    const attempt = async (): Promise<{ tag: string; answer: Poll }> => {
       await held`begin`;
       await held`select pg_current_xact_id()`;
       await createMemory(client, store.id);
@@ -357,15 +357,24 @@ describe.skipIf(postgresUrl === undefined)('a polled answer while an older write
       await held`lock table memory_versions in access exclusive mode`;
       expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe('unsettled');
       const polled = pollOnce(client, { ifNoneMatch: tag });
-      const waiting = async () => rowsOf(await other().db.execute(sql`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length;
+      const waiting = async () =>
+        rowsOf(await other().db.execute(sql`select 1 from pg_locks where not granted and relation = 'memory_versions'::regclass and database = (select oid from pg_database where datname = current_database())`)).length;
       expect(await askAgain(waiting, (count) => count === 0)).toBe(1);
       await held`commit`;
+      await held`set application_name = 'memstore announcements'`;
+      return { tag, answer: await polled };
+    };
+    try {
+      // A transaction this test does not control (an autovacuum worker's ANALYZE, or one that
+      // had just ended as the horizon was read: drizzle/0010) may hold the mark unsettled when
+      // the answer is built, which then carries no tag: that run shows nothing, and runs again.
+      let run = await attempt();
+      for (let again = 0; again < 4 && run.answer.status === 200 && run.answer.tag === null; again += 1) run = await attempt();
 
       // The answer was built in a snapshot where the mark had settled where it was: the tag named.
-      const answer = await polled;
-      expect(answer.status).toBe(304);
-      expect(answer.tag).toBe(tag);
-      expect(answer.body).toBe('');
+      expect(run.answer.status).toBe(304);
+      expect(run.answer.tag).toBe(run.tag);
+      expect(run.answer.body).toBe('');
     } finally {
       held.release();
       await session.end();
