@@ -12,8 +12,8 @@
  * no longer follows load. V8 still gives back the pages of its idle half while the server
  * idles and touches them again under load; at 8 MB that swing is 8 MB, and a scavenge comes
  * twice as often as at 16, so the buffers that only a scavenge frees (socket reads, a
- * compiled read's answer) wait half as long: under the dashboard's load RSS ran 141–147 MB
- * at 8 against 149–158 at 16, at the same rate (2026-12-07).
+ * compiled read's answer) wait half as long: under the dashboard's load RSS ran 139–147 MB
+ * at 8 against 145–163 at 16 (four alternated two-minute runs, 2026-12-07).
  *
  * V8 reads these sizes when it sets the heap up, before any JavaScript runs: unlike
  * `--heap-growing-percent` (server.ts), they cannot be set from inside the process, and
