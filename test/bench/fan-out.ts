@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { FAN_OUT_STORES, measureFanOut } from './fan-out-run.js';
-import { ROOT } from './measure.js';
+import { numberFlag, ROOT } from './measure.js';
 
 const { values: flags } = parseArgs({
   options: { subscribers: { type: 'string', default: '1000' }, seconds: { type: 'string', default: '10' }, writers: { type: 'string', default: '16' }, stores: { type: 'string', default: String(FAN_OUT_STORES) }, 'alone-seconds': { type: 'string' } },
@@ -20,22 +20,19 @@ if (!process.env.DATABASE_URL) {
   process.exit(1);
 }
 
-for (const name of ['subscribers', 'seconds', 'writers', 'stores'] as const) {
-  const value = Number(flags[name]);
-  if (!Number.isInteger(value) || value < 1) {
-    process.stderr.write(`--${name} must be a whole number of at least 1 (got "${flags[name]}")\n`);
-    process.exit(2);
-  }
-}
+const subscribers = numberFlag('subscribers', flags.subscribers, 'whole');
+const seconds = numberFlag('seconds', flags.seconds, 'whole');
+const writers = numberFlag('writers', flags.writers, 'whole');
+const stores = numberFlag('stores', flags.stores, 'whole');
 
 execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
 const report = await measureFanOut({
   adminUrl: process.env.DATABASE_URL,
-  subscribers: Number(flags.subscribers),
-  seconds: Number(flags.seconds),
+  subscribers,
+  seconds,
   aloneSeconds: flags['alone-seconds'] === undefined ? undefined : Number(flags['alone-seconds']),
-  writers: Number(flags.writers),
-  stores: Number(flags.stores),
+  writers,
+  stores,
   profileDirectory: process.env.BENCH_CPU_PROF,
 });
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

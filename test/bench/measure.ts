@@ -10,6 +10,20 @@ import type { RequestSpec, TargetKind, Workload } from './workloads.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
+/**
+ * A numeric command-line flag of the benchmark's scripts: its value, or, when it breaks the
+ * rule, a message and exit code 2. `whole`: a whole number of at least 1.
+ */
+export function numberFlag(name: string, text: string, rule: 'positive' | 'non-negative' | 'whole'): number {
+  const value = Number(text);
+  const valid = rule === 'whole' ? Number.isInteger(value) && value >= 1 : Number.isFinite(value) && (rule === 'positive' ? value > 0 : value >= 0);
+  if (!valid) {
+    process.stderr.write(rule === 'whole' ? `--${name} must be a whole number of at least 1 (got "${text}")\n` : `--${name} must be a ${rule} number, not "${text}"\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
 // ---------------------------------------------------------------------------------------
 // CPU pinning
 

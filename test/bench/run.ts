@@ -39,7 +39,7 @@ import type { Database } from '../../src/db/client.js';
 import * as schema from '../../src/db/schema.js';
 import { BENCH_DATABASE, databaseUrlFor, dropDatabase, migrateAndSeed, recreateDatabase } from './database.js';
 import { FAN_OUT_STORES, measureFanOut, type FanOutReport } from './fan-out-run.js';
-import { cpuDelta, cpuOf, pinLoadGenerator, ROOT, rssBytes, runLoad, startServer, type ServerProcess } from './measure.js';
+import { cpuDelta, cpuOf, numberFlag, pinLoadGenerator, ROOT, rssBytes, runLoad, startServer, type ServerProcess } from './measure.js';
 import { renderMarkdown, type LongRow, type PolledRow, type Results, type Row, type StatementRow } from './report.js';
 import { BENCH_SHAPE, benchInvariantViolations } from './seed.js';
 import { startStatementProxy, type StatementProxy } from './statement-proxy.js';
@@ -69,18 +69,9 @@ if (flags.help) {
   process.exit(0);
 }
 
-function positive(name: string, value: string, allowZero = false): number {
-  const number = Number(value);
-  if (!Number.isFinite(number) || number < 0 || (!allowZero && number === 0)) {
-    process.stderr.write(`--${name} must be a ${allowZero ? 'non-negative' : 'positive'} number, not "${value}"\n`);
-    process.exit(2);
-  }
-  return number;
-}
-
-const duration = positive('duration', flags.duration);
-const warmup = positive('warmup', flags.warmup, true);
-const connections = Math.round(positive('connections', flags.connections));
+const duration = numberFlag('duration', flags.duration, 'positive');
+const warmup = numberFlag('warmup', flags.warmup, 'non-negative');
+const connections = Math.round(numberFlag('connections', flags.connections, 'positive'));
 /** The fan-out of live updates (fan-out-run.ts): measured on a database of its own, after the others. */
 const FAN_OUT = 'F1';
 const KNOWN = [...WORKLOAD_NAMES, FAN_OUT] as const;
@@ -93,7 +84,7 @@ const selected: string[] = flags.only
       return name;
     })
   : [...KNOWN];
-const fanOutSubscribers = Math.round(positive('fan-out-subscribers', flags['fan-out-subscribers']));
+const fanOutSubscribers = Math.round(numberFlag('fan-out-subscribers', flags['fan-out-subscribers'], 'positive'));
 // Reads first: the writes change what the reads would return.
 const workloadNames = WORKLOAD_NAMES.filter((name) => selected.includes(name));
 const runFanOut = selected.includes(FAN_OUT);
