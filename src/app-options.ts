@@ -43,7 +43,7 @@ export interface AppOptions {
   /** With REDIS_URL: request rates and stream counts shared by every instance (src/server.ts opens them). */
   sharedLimits?: SharedLimits | null;
   /** Live updates: the open-stream counts (shared by every instance with REDIS_URL) and the poller's settings (tests). */
-  live?: Partial<Pick<EventHubOptions, 'slots' | 'pollIntervalMs' | 'keyCheckIntervalMs' | 'sweepIntervalMs' | 'bufferEvents' | 'batchSize' | 'onStreamCount' | 'replayStallMs'>> & { listen?: boolean };
+  live?: Partial<Pick<EventHubOptions, 'slots' | 'pollIntervalMs' | 'keyCheckIntervalMs' | 'sweepIntervalMs' | 'bufferEvents' | 'batchSize' | 'onStreamCount' | 'replayStallMs' | 'replayBudgetBytes'>> & { listen?: boolean };
 }
 
 /**

@@ -41,9 +41,9 @@ export function createApp(options: AppOptions): App {
   const logger = options.logger ?? silentLogger;
   const introspection = config.introspection ?? config.nodeEnv !== 'production';
   // Left out of the config: no /metrics, and nothing is counted.
-  const metrics = config.metrics ? new Metrics(database.watchPool?.()) : null;
-  const contexts = createContextFactory(database, { singleStatement: options.singleStatementWrites !== false });
   const hub = createEventHub(options, logger);
+  const metrics = config.metrics ? new Metrics(database.watchPool?.(), () => hub.use()) : null;
+  const contexts = createContextFactory(database, { singleStatement: options.singleStatementWrites !== false });
   const pipeline = createPipeline({
     schema,
     introspection,

@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { eventHubOf } from '../src/app.js';
-import type { Database } from '../src/db/client.js';
 import { authenticate } from '../src/domain/api-keys.js';
 import { silentLogger } from '../src/logger.js';
 import { EventStream, type StreamSink } from '../src/subscriptions/event-stream.js';
 import { replayStream } from '../src/subscriptions/replay.js';
 import { STREAM_BUFFER_BYTES } from '../src/domain/limits.js';
-import { createMemoryAt, createStoreNamed, eventsOf, listenWithWebSocket, pollThrough, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, type TestStream } from './support/live.js';
+import { createMemoryAt, createStoreNamed, eventsOf, interposeOnReplays, listenWithWebSocket, pollThrough, selectThrough, subscribeSse, subscribeWs, SUBSCRIBE_EVENTS, watchContentRead, type TestStream } from './support/live.js';
 import { updateMemory } from './support/builders.js';
 import { useTestServer, type TestClient } from './support/server.js';
 
@@ -81,47 +80,6 @@ describe('a burst of large events, more than a stream\'s buffer holds, in one ba
     }
   }, 60_000);
 });
-
-type Rows = Record<string, unknown>[];
-
-/**
- * Puts `override` in front of the hub's replays' database until the returned `restore`: a
- * property it answers `undefined` for is the database's own.
- */
-function interposeOnReplays(hub: ReturnType<typeof eventHubOf>, override: (target: Database, property: string | symbol) => unknown): () => void {
-  const poller = hub as unknown as { replays: Database };
-  const original = poller.replays;
-  poller.replays = new Proxy(original, { get: (target, property, receiver) => override(target, property) ?? Reflect.get(target, property, receiver) });
-  return () => (poller.replays = original);
-}
-
-/** `select(…).from(…).where(…)` of `target` (what loadEventSubjects sends), its statement run through `around`. */
-function selectThrough(target: Database, around: (rows: () => Promise<Rows>) => Promise<Rows>) {
-  return (...args: Parameters<Database['select']>) => {
-    const builder = target.select(...args);
-    return {
-      from: (...fromArgs: Parameters<typeof builder.from>) => {
-        const query = builder.from(...fromArgs);
-        return { where: (...whereArgs: Parameters<typeof query.where>) => around(() => query.where(...whereArgs) as unknown as Promise<Rows>) };
-      },
-    };
-  };
-}
-
-/** Watches the replays' database: the most content (memories' and versions' contentSizeBytes) one statement of it read, while watching. */
-function watchContentRead(hub: ReturnType<typeof eventHubOf>) {
-  let most = 0;
-  const restore = interposeOnReplays(hub, (target, property) =>
-    property === 'select'
-      ? selectThrough(target, async (rows) => {
-          const read = await rows();
-          most = Math.max(most, read.reduce((sum, row) => sum + Number(row.contentSizeBytes ?? 0), 0));
-          return read;
-        })
-      : undefined,
-  );
-  return { most: () => most, restore };
-}
 
 describe('a stream that resumes behind large events, more than its buffer holds', () => {
   it('replays every event once, in order, and is not cut off (SSE on a real socket and through fetch), reading at most half its buffer of content at once', async () => {

@@ -7,6 +7,7 @@ import { memoryStores } from '../src/db/schema.js';
 import { MAX_METRIC_OPERATION_NAMES, METRIC_OPERATION_NAME_MAX_CHARACTERS } from '../src/domain/limits.js';
 import { Registry } from 'prom-client';
 import { CounterFamily, HistogramFamily } from '../src/http/metric-families.js';
+import { subscribeSse } from './support/live.js';
 import { Scrape } from './support/prometheus.js';
 import { TestClient, useTestServer } from './support/server.js';
 
@@ -173,6 +174,26 @@ describe('GET /metrics', () => {
     const idle = await scrape(app);
     expect(idle.value('memstore_db_pool_connections_in_use', { part })).toBe(0);
     expect(idle.value('memstore_db_pool_waiting', { part })).toBe(0);
+  });
+});
+
+describe('the live updates\' gauges', () => {
+  it('count the streams open on the instance, and what its replays hold and wait for (nothing, with no replay)', async () => {
+    const { app } = metricsApp();
+    const admin = await server.newWorkspace();
+    const live = (metrics: Scrape) => ['memstore_live_streams_open', 'memstore_live_replay_bytes', 'memstore_live_replays_waiting'].map((name) => metrics.value(name));
+    for (const name of ['memstore_live_streams_open', 'memstore_live_replay_bytes', 'memstore_live_replays_waiting']) expect((await scrape(app)).family(name).type).toBe('gauge');
+    expect(live(await scrape(app))).toEqual([0, 0, 0]);
+    const stream = await subscribeSse((url, init) => Promise.resolve(app.fetch(url, init)), 'http://memstore.test/graphql', admin.token, 'subscription { memoryEvents { cursor } }');
+    try {
+      expect(stream.status).toBe(200);
+      for (let waited = 0; live(await scrape(app))[0] === 0 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(live(await scrape(app))).toEqual([1, 0, 0]);
+    } finally {
+      stream.close();
+    }
+    for (let waited = 0; live(await scrape(app))[0] === 1 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(live(await scrape(app))).toEqual([0, 0, 0]);
   });
 });
 

@@ -221,6 +221,13 @@ export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
  * its stream's queue (bounded) rather than as frames, and a replay slows down to its pace.
  */
 export const STREAM_SEND_AHEAD_BYTES = 64 * 1024;
+/**
+ * Content an instance's replays (resuming streams, and streams that fell behind) may hold at
+ * once: the slices they have loaded and what waits for their consumers. Past it, a replay waits
+ * its turn before it loads its next slice (subscriptions/replay-budget.ts). Sixteen replays
+ * that each hold a full slice (half of STREAM_BUFFER_BYTES) and what waits behind it.
+ */
+export const REPLAY_BUDGET_BYTES = 64 * 1024 * 1024;
 /** A consumer that takes nothing of a replay (resuming, or fallen behind its buffer) for this long is cut off (SLOW_CONSUMER): the replay waits for it meanwhile. */
 export const STREAM_REPLAY_STALL_MS = 30_000;
 /** Events one statement reads, for every stream of an instance at once (and for a stream that replays). */

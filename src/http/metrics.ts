@@ -3,6 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { statementCommand, type PoolUse, type PoolUses, type StatementDone, type StatementObserver } from '../db/statement-observer.js';
 import { MAX_METRIC_OPERATION_NAMES, METRIC_OPERATION_NAME_MAX_CHARACTERS } from '../domain/limits.js';
+import type { LiveUse } from '../subscriptions/event-hub.js';
 import { bearerToken } from './authentication.js';
 import { CounterFamily, HistogramFamily } from './metric-families.js';
 import { useReadRoute } from './read-route.js';
@@ -44,7 +45,7 @@ export interface AnsweredRequest {
  * The metrics of one app, in a registry of its own (several apps in one process, as in the
  * tests, never share series; metric-families.ts keeps the per-request ones cheap): GraphQL requests by operation and outcome with their latency,
  * HTTP responses by route and status, statement durations, the database pool's use, rate
- * limit refusals, and the process metrics prom-client collects. Label values are bounded:
+ * limit refusals, the live updates' streams and replays, and the process metrics prom-client collects. Label values are bounded:
  * operation names past MAX_METRIC_OPERATION_NAMES distinct ones (or longer than
  * METRIC_OPERATION_NAME_MAX_CHARACTERS) count as `(other)`, unknown paths as `(other)`.
  */
@@ -58,7 +59,7 @@ export class Metrics {
   private readonly statementErrors: CounterFamily;
   private readonly refusals: CounterFamily;
 
-  constructor(poolUse?: () => PoolUses) {
+  constructor(poolUse?: () => PoolUses, liveUse?: () => LiveUse) {
     const registry = this.registry;
     this.requests = new CounterFamily(
       'memstore_graphql_requests_total',
@@ -93,22 +94,31 @@ export class Metrics {
       [],
       registry,
     );
+    /** A gauge read when scraped: `read` gives each series' value (with its `part`, for the pool's). */
+    const gauge = (name: string, help: string, read: (set: (value: number, part?: string) => void) => void, labelNames: string[] = []) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers: [registry],
+        collect() {
+          read((value, part) => (part === undefined ? this.set(value) : this.set({ part }, value)));
+        },
+      });
     if (poolUse) {
-      const registers = [registry];
       // One series per part of the pool: `reads` (compiled reads) and `general` (everything else), or `all` where one part serves both.
-      const gauge = (name: string, help: string, field: keyof PoolUse) =>
-        new Gauge({
-          name,
-          help,
-          labelNames: ['part'],
-          registers,
-          collect() {
-            for (const [part, use] of Object.entries(poolUse())) this.set({ part }, use[field]);
-          },
-        });
-      gauge('memstore_db_pool_size', 'Connections a part of the database pool may open (part: reads for compiled reads, general for the rest, or all where one part serves both; the embedded database: 1).', 'size');
-      gauge('memstore_db_pool_connections_in_use', 'Database connections of a part of the pool held by a statement or a transaction.', 'inUse');
-      gauge('memstore_db_pool_waiting', 'Statements and transactions waiting for a database connection of a part of the pool that another holds.', 'waiting');
+      const pool = (field: keyof PoolUse) => (set: (value: number, part: string) => void) => {
+        for (const [part, use] of Object.entries(poolUse())) set(use[field], part);
+      };
+      gauge('memstore_db_pool_size', 'Connections a part of the database pool may open (part: reads for compiled reads, general for the rest, or all where one part serves both; the embedded database: 1).', pool('size'), ['part']);
+      gauge('memstore_db_pool_connections_in_use', 'Database connections of a part of the pool held by a statement or a transaction.', pool('inUse'), ['part']);
+      gauge('memstore_db_pool_waiting', 'Statements and transactions waiting for a database connection of a part of the pool that another holds.', pool('waiting'), ['part']);
+    }
+    if (liveUse) {
+      const live = (field: keyof LiveUse) => (set: (value: number) => void) => set(liveUse()[field]);
+      gauge('memstore_live_streams_open', 'Live-update streams open on this instance.', live('openStreams'));
+      gauge('memstore_live_replay_bytes', "Content the instance's live-update replays hold (loaded, or waiting for their consumers), in bytes; at most about its replay budget.", live('replayBytes'));
+      gauge('memstore_live_replays_waiting', "Live-update replays waiting for room in the instance's replay budget.", live('replaysWaiting'));
     }
     collectDefaultMetrics({ register: registry });
   }

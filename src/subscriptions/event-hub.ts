@@ -14,11 +14,12 @@ import {
   type EventPosition,
   type MemoryEventRecord,
 } from '../domain/events.js';
-import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS, STREAM_REPLAY_STALL_MS } from '../domain/limits.js';
+import { EVENT_BATCH_SIZE, EVENT_POLL_INTERVAL_MS, EVENT_WAKE_GAP_MAX_MS, EVENT_WAKE_GAP_MS, EVENT_WAKE_GAP_PER_STREAM_MS, EVENT_SWEEP_BATCH, EVENT_SWEEP_INTERVAL_MS, REPLAY_BUDGET_BYTES, STREAM_BUFFER_EVENTS, STREAM_KEY_CHECK_INTERVAL_MS, STREAM_REPLAY_STALL_MS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { EventStream, payloadOf, streamError, type MemoryEventPayload, type StreamFilter, type StreamTransport } from './event-stream.js';
 import { replayStream } from './replay.js';
+import { ReplayBudget } from './replay-budget.js';
 import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
 
@@ -67,11 +68,22 @@ export interface EventHubOptions {
   keyCheckIntervalMs?: number;
   /** How long a replay waits for a consumer that reads nothing (STREAM_REPLAY_STALL_MS). */
   replayStallMs?: number;
+  /** What the instance's replays may hold together, in content (REPLAY_BUDGET_BYTES). */
+  replayBudgetBytes?: number;
   sweepIntervalMs?: number;
   bufferEvents?: number;
   batchSize?: number;
   /** Open streams gauge (metrics), when given. */
   onStreamCount?: (open: number) => void;
+}
+
+/** What an instance's live updates hold (the metrics' gauges). */
+export interface LiveUse {
+  openStreams: number;
+  /** Content its replays hold (ReplayBudget.heldBytes). */
+  replayBytes: number;
+  /** Replays waiting for room in its replay budget. */
+  replaysWaiting: number;
 }
 
 export interface OpenStreamOptions {
@@ -105,6 +117,8 @@ export class EventHub {
   private readonly replayStallMs: number;
   /** The executions of this hub's events, shared by the streams that answer them alike. */
   readonly results = new SharedEventResults();
+  /** What this instance's replays hold together, and those waiting for room. */
+  readonly replayBudget: ReplayBudget;
 
   constructor(private readonly options: EventHubOptions) {
     this.db = options.db;
@@ -115,10 +129,15 @@ export class EventHub {
     this.batchSize = options.batchSize ?? EVENT_BATCH_SIZE;
     this.bufferEvents = options.bufferEvents ?? STREAM_BUFFER_EVENTS;
     this.replayStallMs = options.replayStallMs ?? STREAM_REPLAY_STALL_MS;
+    this.replayBudget = new ReplayBudget(options.replayBudgetBytes ?? REPLAY_BUDGET_BYTES);
   }
 
   get openStreams(): number {
     return this.streamCount;
+  }
+
+  use(): LiveUse {
+    return { openStreams: this.streamCount, replayBytes: this.replayBudget.heldBytes, replaysWaiting: this.replayBudget.waiting };
   }
 
   /** How far the poller has read: every committed event before this position has been fanned out (null before it starts). */
@@ -205,6 +224,7 @@ export class EventHub {
   private forget(stream: EventStream): void {
     const group = this.streams.get(stream.viewer.workspaceId);
     if (!group?.delete(stream)) return;
+    this.replayBudget.forget(stream);
     if (group.size === 0) this.streams.delete(stream.viewer.workspaceId);
     this.streamCount -= 1;
     this.slots.release(stream.viewer.apiKeyId);
@@ -213,7 +233,7 @@ export class EventHub {
 
   /** Replays a stream from the table at its consumer's pace (a resuming stream, or one that fell behind), then hands it to the live batches. */
   private replay(stream: EventStream): Promise<void> {
-    return replayStream(stream, this.replays, { batchSize: this.batchSize, bufferEvents: this.bufferEvents, stallMs: this.replayStallMs }, this.logger, () => this.position);
+    return replayStream(stream, this.replays, { batchSize: this.batchSize, bufferEvents: this.bufferEvents, stallMs: this.replayStallMs, budget: this.replayBudget }, this.logger, () => this.position);
   }
 
   /**

@@ -2,7 +2,8 @@ import type { Database } from '../db/client.js';
 import { loadEventSubjects, readWorkspaceEventsAfter, type EventPosition, type ReplayEventRecord } from '../domain/events.js';
 import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import type { Logger } from '../logger.js';
-import { PAYLOAD_OVERHEAD_BYTES, payloadOf, streamError, type EventStream, type MemoryEventPayload } from './event-stream.js';
+import { PAYLOAD_OVERHEAD_BYTES, payloadBytes, payloadOf, streamError, type EventStream, type MemoryEventPayload } from './event-stream.js';
+import type { ReplayBudget, ReplayShare } from './replay-budget.js';
 
 export interface ReplayLimits {
   /** The most events one statement reads (EVENT_BATCH_SIZE). */
@@ -11,6 +12,8 @@ export interface ReplayLimits {
   bufferEvents: number;
   /** A consumer that takes nothing of what waits for it for this long is cut off (STREAM_REPLAY_STALL_MS). */
   stallMs: number;
+  /** What the instance's replays may hold together (the hub's); without it, only each stream's own bound holds. */
+  budget?: ReplayBudget;
 }
 
 /** How often a replay looks again whether its consumer has taken what waits. */
@@ -26,7 +29,8 @@ const REPLAY_ATTEMPTS = 5;
  * what each event's memory and version hold (their sizes); its events are loaded and
  * delivered in slices of at most half the buffer's content (STREAM_BUFFER_BYTES), each once
  * the consumer has taken all but a quarter of what waited. So a replay holds at most one
- * slice it has loaded, whatever its events hold. A consumer that takes nothing for `stallMs`
+ * slice it has loaded, whatever its events hold. Before it loads a slice, it waits for room in
+ * the instance's budget (replay-budget.ts). A consumer that takes nothing for `stallMs`
  * is cut off (SLOW_CONSUMER). `known`: how far the live reader has read (the pages read every
  * event it handed on, whatever the horizon says then: readWorkspaceEventsAfter). A read that
  * fails is tried again (readWithRetries).
@@ -36,6 +40,7 @@ export async function replayStream(stream: EventStream, reads: Database, limits:
   const sliceBytes = STREAM_BUFFER_BYTES / 2;
   const drained = () => drainedTo(stream, sliceEvents / 2, sliceBytes / 2, limits.stallMs);
   const readAgain = <T>(read: () => Promise<T>) => readWithRetries(stream, read, logger);
+  const share = limits.budget?.join(stream) ?? null;
   try {
     while (stream.isOpen) {
       if (!(await drained())) return;
@@ -45,21 +50,25 @@ export async function replayStream(stream: EventStream, reads: Database, limits:
       const matching = page.filter((event) => stream.matches(event));
       for (let start = 0; start < matching.length; ) {
         if (start > 0 && !(await drained())) return;
-        const end = sliceEnd(matching, start, sliceBytes);
+        const { end, bytes } = sliceEnd(matching, start, sliceBytes);
+        if (share && !(await share.reserve(bytes, limits.stallMs))) return;
         const slice = matching.slice(start, end);
         const subjects = await readAgain(() => loadEventSubjects(reads, slice));
-        if (subjects === null || !(await deliverInRoom(stream, slice.map((event) => payloadOf(event, subjects)), drained))) return;
+        if (subjects === null || !(await deliverInRoom(stream, slice.map((event) => payloadOf(event, subjects)), drained, share))) return;
         start = end;
       }
       if (page.length > 0) stream.position = page.at(-1)!.position;
       // Caught up, and every live event since this page's read began is held: live from here.
       if (page.length < sliceEvents && stream.heldDropped === dropped) {
+        share?.goneLive();
         stream.goLive();
         return;
       }
     }
   } catch (error) {
     failReplay(stream, logger, error);
+  } finally {
+    if (!stream.live) share?.leave();
   }
 }
 
@@ -74,18 +83,31 @@ function failReplay(stream: EventStream, logger: Logger, error: unknown): void {
  * between parts: their content may have grown since the page read their sizes. False once
  * the stream has ended.
  */
-async function deliverInRoom(stream: EventStream, payloads: MemoryEventPayload[], drained: () => Promise<boolean>): Promise<boolean> {
+async function deliverInRoom(stream: EventStream, payloads: MemoryEventPayload[], drained: () => Promise<boolean>, share: ReplayShare | null): Promise<boolean> {
   let rest = payloads;
-  while (stream.isOpen && rest.length > 0) {
-    // One event always goes once the consumer has drained: it is less than a quarter of the buffer.
-    const room = Math.max(stream.room(rest), stream.buffered === 0 ? 1 : 0);
-    if (room > 0) {
-      stream.deliver(rest.slice(0, room));
-      rest = rest.slice(room);
+  // The slice as loaded (its memories may have grown since the page): the replay holds it until it is handed on.
+  if (share) share.loading = contentOf(rest);
+  try {
+    while (stream.isOpen && rest.length > 0) {
+      // One event always goes once the consumer has drained: it is less than a quarter of the buffer.
+      const room = Math.max(stream.room(rest), stream.buffered === 0 ? 1 : 0);
+      if (room > 0) {
+        stream.deliver(rest.slice(0, room));
+        rest = rest.slice(room);
+        if (share) share.loading = contentOf(rest);
+      }
+      if (rest.length > 0 && !(await drained())) return false;
     }
-    if (rest.length > 0 && !(await drained())) return false;
+    return stream.isOpen;
+  } finally {
+    if (share) share.loading = 0;
   }
-  return stream.isOpen;
+}
+
+function contentOf(payloads: readonly MemoryEventPayload[]): number {
+  let total = 0;
+  for (const payload of payloads) total += payloadBytes(payload);
+  return total;
 }
 
 /** Runs a read of the replay, again after RETRY_MS when it fails, at most REPLAY_ATTEMPTS times: null once the stream has ended or failed. */
@@ -106,8 +128,8 @@ async function readWithRetries<T>(stream: EventStream, read: () => Promise<T>, l
   return null;
 }
 
-/** Where the slice from `start` ends: at most `bytes` of content (as payloadBytes counts it, from the events' sizes), and at least one event. */
-function sliceEnd(events: readonly ReplayEventRecord[], start: number, bytes: number): number {
+/** Where the slice from `start` ends, and what it holds: at most `bytes` of content (as payloadBytes counts it, from the events' sizes), and at least one event. */
+function sliceEnd(events: readonly ReplayEventRecord[], start: number, bytes: number): { end: number; bytes: number } {
   let end = start;
   let total = 0;
   while (end < events.length) {
@@ -116,7 +138,7 @@ function sliceEnd(events: readonly ReplayEventRecord[], start: number, bytes: nu
     total += next;
     end += 1;
   }
-  return end;
+  return { end, bytes: total };
 }
 
 /**

@@ -59,9 +59,16 @@ function collector(): { stream: Omit<TestStream, 'close' | 'ended'>; push: (resu
   };
 }
 
+/** How a test's SSE consumer reads: not before `from` has settled, and then a chunk at a time every `everyMs`. */
+export interface ReadingPace {
+  from?: Promise<unknown>;
+  everyMs?: number;
+}
+
 /**
  * GraphQL over SSE ("distinct connections" mode) through `fetch` (app.fetch or a real URL).
  * Resolves once the response headers are in; `status` and `contentType` say what came back.
+ * It reads as fast as the server sends, unless `pace` says otherwise.
  */
 export async function subscribeSse(
   fetcher: (url: string, init: RequestInit) => Promise<Response>,
@@ -69,6 +76,7 @@ export async function subscribeSse(
   token: string | null,
   query: string,
   variables: Record<string, unknown> = {},
+  pace: ReadingPace = {},
 ): Promise<TestStream & { status: number; contentType: string | null }> {
   const controller = new AbortController();
   const response = await fetcher(url, {
@@ -88,7 +96,9 @@ export async function subscribeSse(
     const decoder = new TextDecoder();
     let buffer = '';
     try {
+      await pace.from;
       for (;;) {
+        if (pace.everyMs) await new Promise((resolve) => setTimeout(resolve, pace.everyMs));
         const { value: chunk, done } = await reader!.read();
         if (done) return;
         buffer += decoder.decode(chunk, { stream: true });
@@ -283,4 +293,48 @@ export async function pollReaching(hub: EventHub, db: Database, workspaceId: str
 /** Polls until the poller has read up to the workspace's newest event: one poll, but for the case pollReaching describes. */
 export async function pollThrough(hub: EventHub, db: Database, workspaceId: string): Promise<void> {
   for (let attempt = 0; attempt < 50 && !(await pollReaching(hub, db, workspaceId)); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
+type Rows = Record<string, unknown>[];
+
+/**
+ * Puts `override` in front of the hub's replays' database until the returned `restore`: a
+ * property it answers `undefined` for is the database's own.
+ */
+export function interposeOnReplays(hub: EventHub, override: (target: Database, property: string | symbol) => unknown): () => void {
+  const poller = hub as unknown as { replays: Database };
+  const original = poller.replays;
+  poller.replays = new Proxy(original, { get: (target, property, receiver) => override(target, property) ?? Reflect.get(target, property, receiver) });
+  return () => (poller.replays = original);
+}
+
+/** `select(…).from(…).where(…)` of `target` (what loadEventSubjects sends), its statement run through `around`. */
+export function selectThrough(target: Database, around: (rows: () => Promise<Rows>) => Promise<Rows>) {
+  return (...args: Parameters<Database['select']>) => {
+    const builder = target.select(...args);
+    return {
+      from: (...fromArgs: Parameters<typeof builder.from>) => {
+        const query = builder.from(...fromArgs);
+        return { where: (...whereArgs: Parameters<typeof query.where>) => around(() => query.where(...whereArgs) as unknown as Promise<Rows>) };
+      },
+    };
+  };
+}
+
+/** Watches the replays' database: the content (memories' and versions' contentSizeBytes) its statements read, the most one read and all together, while watching. */
+export function watchContentRead(hub: EventHub) {
+  let most = 0;
+  let total = 0;
+  const restore = interposeOnReplays(hub, (target, property) =>
+    property === 'select'
+      ? selectThrough(target, async (rows) => {
+          const read = await rows();
+          const content = read.reduce((sum, row) => sum + Number(row.contentSizeBytes ?? 0), 0);
+          most = Math.max(most, content);
+          total += content;
+          return read;
+        })
+      : undefined,
+  );
+  return { most: () => most, total: () => total, restore };
 }

@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { encodeEventCursor } from '../../domain/events.js';
-import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY, STREAM_BUFFER_BYTES, STREAM_BUFFER_EVENTS, STREAM_KEEP_ALIVE_MS, STREAM_REPLAY_STALL_MS } from '../../domain/limits.js';
+import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY, REPLAY_BUDGET_BYTES, STREAM_BUFFER_BYTES, STREAM_BUFFER_EVENTS, STREAM_KEEP_ALIVE_MS, STREAM_REPLAY_STALL_MS } from '../../domain/limits.js';
 import type { MemoryEventPayload } from '../../subscriptions/event-stream.js';
 import { builder } from '../builder.js';
 import { MemoryRef, MemoryStoreRef, MemoryVersionRef } from './refs.js';
@@ -73,7 +73,7 @@ builder.subscriptionField('memoryEvents', (t) =>
     description: [
       'Every committed change of the caller\'s workspace (or of one store), exactly once and in commit order per store, including across reconnects and across server instances. A write is delivered within a second.',
       `Without \`after\` the stream starts now. With \`after\` it first replays every matching event after that cursor, then continues live with no gap and no duplicate. Events are kept MEMSTORE_EVENT_RETENTION_DAYS days (default ${DEFAULT_EVENT_RETENTION_DAYS}): an older cursor is a top-level CURSOR_EXPIRED error.`,
-      `Limits: at most MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY open streams per key (default ${DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY}; one more is RATE_LIMITED); a keep-alive at least every ${STREAM_KEEP_ALIVE_MS / 1000} s; a stream holds at most ${STREAM_BUFFER_EVENTS} events (${STREAM_BUFFER_BYTES / 1024 / 1024} MiB of content) for its consumer: a burst larger than that reaches a consumer that reads, replayed from the table at its pace; a consumer that reads nothing for ${STREAM_REPLAY_STALL_MS / 1000} s while events wait for it is cut off with SLOW_CONSUMER and resumes from its last cursor. A revoked key's streams end with UNAUTHENTICATED within 10 s. The query cost limit applies to the event's selection.`,
+      `Limits: at most MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY open streams per key (default ${DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY}; one more is RATE_LIMITED); a keep-alive at least every ${STREAM_KEEP_ALIVE_MS / 1000} s; a stream holds at most ${STREAM_BUFFER_EVENTS} events (${STREAM_BUFFER_BYTES / 1024 / 1024} MiB of content) for its consumer: a burst larger than that reaches a consumer that reads, replayed from the table at its pace; a consumer that reads nothing for ${STREAM_REPLAY_STALL_MS / 1000} s while events wait for it is cut off with SLOW_CONSUMER and resumes from its last cursor. The replays of a server instance together hold at most ${REPLAY_BUDGET_BYTES / 1024 / 1024} MiB of content: past it, a replay waits its turn (it is not cut off for waiting). A revoked key's streams end with UNAUTHENTICATED within 10 s. The query cost limit applies to the event's selection.`,
     ].join('\n\n'),
     args: {
       memoryStoreId: t.arg.id({ required: false, description: 'Only this store\'s events. A store of another workspace, or none, gives no events (and no error).' }),
