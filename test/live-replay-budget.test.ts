@@ -6,10 +6,11 @@ import { useTestServer } from './support/server.js';
 
 /**
  * An instance's replays together hold at most its replay budget of content: the slices they
- * have loaded and what waits for their consumers. Here the budget is one full slice (half a
- * stream's buffer), and each stream resumes behind 18 memories of 100 KB (each event carries
- * its memory and its version: about 200 KB), two slices of 9 events. The poller is driven by
- * hand; the streams read through app.fetch, at the pace each test sets.
+ * have loaded and the replayed events that wait for their consumers. Here the budget is one
+ * full slice (half a stream's buffer), and each stream resumes behind 18 memories of 100 KB
+ * (each event carries its memory and its version: about 200 KB), two slices, of 10 events and
+ * of 8. The poller is driven by hand; the streams read through app.fetch, at the pace each
+ * test sets.
  */
 const BUDGET = STREAM_BUFFER_BYTES / 2;
 const STALL_MS = 5_000;
@@ -34,7 +35,9 @@ async function storeBehindLargeMemories(name: string) {
   for (const path of paths) await createMemoryAt(client, storeId, path, LARGE);
   const resume = (pace: ReadingPace = {}) =>
     subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId, after: cursor }, pace);
-  return { hub, paths, resume };
+  /** The workspace's streams open on the instance. */
+  const streamsOpen = () => (hub as unknown as { streams: Map<string, Set<unknown>> }).streams.get(client.workspaceId)?.size ?? 0;
+  return { hub, paths, resume, streamsOpen };
 }
 
 /** The paths of a stream's events once it has `count` results (or an error), and the codes of its errors. */
@@ -66,9 +69,10 @@ describe('an instance whose streams resume behind more content than its replay b
       for (let index = 0; index < 3; index += 1) streams.push(await resume({ from: reading }));
       // A fourth reads as events come: it too waits in line for room, with nothing to read yet.
       const leaving = await resume();
-      // One replay has loaded its first slice (9 events, about 1.8 MB); the three others wait for room.
+      // One replay has loaded its first slice (10 events, 2 MB of content); the three others wait for room.
       await until(() => watched.total() > BUDGET * 0.8);
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await until(() => hub.replayBudget.waiting === 3 || watched.total() > BUDGET);
+      await new Promise((resolve) => setTimeout(resolve, 300));
       expect(watched.total()).toBeLessThanOrEqual(BUDGET);
       expect(hub.replayBudget.waiting).toBe(3);
       expect(hub.replayBudget.heldBytes).toBeLessThanOrEqual(BUDGET);
@@ -78,7 +82,7 @@ describe('an instance whose streams resume behind more content than its replay b
       expect(leaving.results).toEqual([]);
       read();
       for (const stream of streams) expect(await received(stream, TOTAL)).toEqual({ paths, errors: [] });
-      // Each of the three read its 3.6 MB, one slice at a time; never more than the budget at once.
+      // Each of the three read its 3.6 MB, one slice at a time.
       expect(watched.total()).toBeGreaterThanOrEqual(3 * TOTAL * 2 * LARGE.length);
       await until(() => hub.replayBudget.heldBytes === 0 && hub.replayBudget.waiting === 0);
     } finally {
@@ -93,7 +97,7 @@ describe('an instance whose streams resume behind more content than its replay b
     const watched = watchContentRead(hub);
     const streams: TestStream[] = [];
     try {
-      // An event every 800 ms: the 9 events of a slice take 7.2 s, longer than the stall time.
+      // An event every 800 ms: the 10 events of a slice take 8 s, longer than the stall time.
       streams.push(await resume({ everyMs: 800 }));
       await until(() => watched.total() > 0);
       const startedAt = performance.now();
@@ -105,6 +109,53 @@ describe('an instance whose streams resume behind more content than its replay b
       expect(await received(streams[0]!, TOTAL)).toEqual({ paths, errors: [] });
     } finally {
       watched.restore();
+      for (const stream of streams) stream.close();
+    }
+  }, 60_000);
+
+  it('cuts off, while others wait for room, a stream that went live holding replayed events its consumer stopped reading', async () => {
+    const { hub, paths, resume, streamsOpen } = await storeBehindLargeMemories('gone');
+    // It reads 6 events and stops: it goes live with the other 12 (2.4 MB) waiting for it.
+    const gone = await resume({ chunks: 6 });
+    await until(() => hub.replayBudget.heldBytes > BUDGET && hub.replayBudget.waiting === 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(hub.replayBudget.heldBytes).toBeGreaterThan(BUDGET);
+    const startedAt = performance.now();
+    const reading = await resume();
+    try {
+      expect(await received(reading, TOTAL)).toEqual({ paths, errors: [] });
+      // It waited until the one that stopped reading had read nothing for the stall time, and was cut off.
+      expect(performance.now() - startedAt).toBeGreaterThan(STALL_MS);
+      expect(streamsOpen()).toBe(1);
+      expect(gone.results.length).toBeLessThanOrEqual(6);
+    } finally {
+      gone.close();
+      reading.close();
+    }
+  }, 60_000);
+
+  it('does not count the live events that streams falling behind share: only what their replays load', async () => {
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'burst');
+    const hub = eventHubOf(server.app);
+    const streams = [];
+    // Each reads an event every 30 ms: the 4 MB it took of the burst wait for it a while.
+    for (let index = 0; index < 3; index += 1) streams.push(await subscribeSse(fetchApp, 'http://memstore.test/graphql', client.token, SUBSCRIBE_EVENTS, { memoryStoreId: storeId }, { everyMs: 30 }));
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, hub.replayBudget.heldBytes)), 5);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await hub.poll();
+      // 30 events of about 200 KB in one batch (6 MB): each stream takes 4 MB of them, shared, and replays the rest.
+      const burst = Array.from({ length: 30 }, (_, index) => `burst-${index}.md`);
+      for (const path of burst) await createMemoryAt(client, storeId, path, LARGE);
+      await pollThrough(hub, server.db, client.workspaceId);
+      for (const stream of streams) expect(await received(stream, burst.length)).toEqual({ paths: burst, errors: [] });
+      // At most one replay's slice and what waited of its last one (a replay alone goes on), never the streams' shared 12 MB.
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(BUDGET + STREAM_BUFFER_BYTES / 4);
+    } finally {
+      clearInterval(sampler);
       for (const stream of streams) stream.close();
     }
   }, 60_000);

@@ -129,7 +129,7 @@ export class EventHub {
     this.batchSize = options.batchSize ?? EVENT_BATCH_SIZE;
     this.bufferEvents = options.bufferEvents ?? STREAM_BUFFER_EVENTS;
     this.replayStallMs = options.replayStallMs ?? STREAM_REPLAY_STALL_MS;
-    this.replayBudget = new ReplayBudget(options.replayBudgetBytes ?? REPLAY_BUDGET_BYTES);
+    this.replayBudget = new ReplayBudget(options.replayBudgetBytes ?? REPLAY_BUDGET_BYTES, this.replayStallMs);
   }
 
   get openStreams(): number {

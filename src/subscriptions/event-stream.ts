@@ -121,6 +121,8 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
   private heldBytes = 0;
   /** Events the consumer (or its connection) has taken: a replay's stall counts from the last time this grew. */
   takes = 0;
+  /** Events handed to the consumer's buffer (the queue or the sink), ever: it takes them in this order (`takes`). */
+  given = 0;
   private waiting: ((result: IteratorResult<MemoryEventPayload>) => void) | null = null;
   private ended = false;
   private failed = false;
@@ -235,6 +237,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
       this.cutOff();
       return;
     }
+    this.given += fresh.length;
     if (this.sink) {
       const sink = this.sink;
       // The sink may hand events back to the iterator as it takes these (this.sink is then null).

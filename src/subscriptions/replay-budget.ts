@@ -1,33 +1,40 @@
 import type { EventStream } from './event-stream.js';
 
-/** How often the budget looks again whether the first replay in line fits, and whether the waiting streams' consumers read. */
+/** How often the budget looks again, while replays wait for room: whether the first in line fits, and whether consumers that hold room read. */
 const CHECK_MS = 20;
 
 /**
  * What an instance's replays hold at once, in content (payloadBytes): the slices they have
- * loaded and not yet handed to their streams, and what waits for the consumers of those
- * streams. Each stream's buffer is bounded (STREAM_BUFFER_BYTES), and live events are shared
- * by every stream; but a replay's events are its own. Without a bound across streams, many
+ * loaded and not yet handed to their streams, and the replayed events that wait for the
+ * consumers of those streams, also after a stream has gone live. Each stream's buffer is
+ * bounded (STREAM_BUFFER_BYTES), and live events are shared by every stream (they are not
+ * counted here); but a replay's events are its own. Without a bound across streams, many
  * resuming streams whose consumers read slowly (on as many keys as an admin mints) would
  * together hold as much as their number allows.
  *
  * A replay asks for room before it loads a slice (`reserve`), and waits its turn while there
- * is none: first come, first served, so a large slice is not passed over for ever by small
- * ones. A replay in line is not cut off for waiting; one whose consumer reads nothing of what
- * waits for it for the stall time is (it holds room that others wait for). A replay alone is
- * let through whatever its slice holds. A stream's part counts until the consumer has taken
- * every replayed event, also after the stream has gone live (`goneLive`).
+ * is none: first come, first served, so that a large slice is not passed over for ever by
+ * small ones. A replay alone is let through whatever its slice holds. While replays wait, a
+ * stream that holds room and whose consumer reads nothing of what waits for it for the stall
+ * time is cut off (SLOW_CONSUMER): a consumer that went away without closing never keeps
+ * the others waiting for long. A stream in line with nothing waiting is not cut off for
+ * waiting.
  */
 export class ReplayBudget {
   private readonly shares = new Map<EventStream, ReplayShare>();
   private readonly line: Waiting[] = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(readonly limitBytes: number) {}
+  constructor(
+    readonly limitBytes: number,
+    /** How long a consumer that holds room may read nothing while replays wait (STREAM_REPLAY_STALL_MS). */
+    private readonly stallMs: number,
+  ) {}
 
   /** A replay of `stream` begins: its part of the budget (a stream has one part, whichever replay of it holds it). */
   join(stream: EventStream): ReplayShare {
-    const share = new ReplayShare(this, stream);
+    // A stream that falls behind again: what it still holds of its last replay goes on counting.
+    const share = new ReplayShare(this, stream, this.shares.get(stream)?.untaken() ?? []);
     this.shares.set(stream, share);
     return share;
   }
@@ -42,7 +49,7 @@ export class ReplayBudget {
     let total = 0;
     for (const share of this.shares.values()) {
       const bytes = share.bytes;
-      if (bytes === 0 && share.done) this.shares.delete(share.stream);
+      if (bytes === 0 && share.finished) this.shares.delete(share.stream);
       total += bytes;
     }
     return total;
@@ -55,27 +62,28 @@ export class ReplayBudget {
 
   /** @internal ReplayShare.reserve */
   enqueue(waiting: Waiting): void {
+    // Replays begin to wait: the stall time of those that hold room counts from now.
+    if (this.line.length === 0) for (const share of this.shares.values()) share.watch.seen(performance.now());
     this.line.push(waiting);
     this.check();
   }
 
-  /** @internal a share that ends */
+  /** @internal a share whose replay ends */
   leave(share: ReplayShare): void {
-    if (this.shares.get(share.stream) === share) this.shares.delete(share.stream);
+    if (share.bytes === 0 && this.shares.get(share.stream) === share) this.shares.delete(share.stream);
     this.check();
   }
 
-  /** Lets through, in line, every replay that fits; answers (false) those whose streams ended; cuts off consumers that stall. */
+  /** Cuts off the consumers that hold room and read nothing; answers (false) the replays whose streams ended; lets through, in line, every replay that fits. */
   private check(): void {
+    if (this.line.length === 0) return;
     const now = performance.now();
+    for (const share of this.shares.values()) {
+      if (share.watch.stalled(now, this.stallMs) && share.bytes > 0) share.stream.cutOff();
+    }
     for (let index = 0; index < this.line.length; ) {
       const waiting = this.line[index]!;
-      const { stream } = waiting.share;
-      if (stream.takes > waiting.takes || stream.unsent < waiting.unsent) waiting.readAt = now;
-      waiting.takes = stream.takes;
-      waiting.unsent = stream.unsent;
-      if (stream.isOpen && stream.buffered > 0 && now - waiting.readAt > waiting.stallMs) stream.cutOff();
-      if (!stream.isOpen) {
+      if (!waiting.share.stream.isOpen) {
         this.line.splice(index, 1);
         waiting.answer(false);
       } else index += 1;
@@ -98,62 +106,105 @@ export class ReplayBudget {
   }
 }
 
+interface Run {
+  end: number;
+  events: number;
+  bytes: number;
+}
+
 interface Waiting {
   share: ReplayShare;
   bytes: number;
-  stallMs: number;
-  readAt: number;
-  takes: number;
-  unsent: number;
   answer(granted: boolean): void;
 }
 
-/** One stream's part of the instance's ReplayBudget. */
+/** Whether a stream's consumer reads: it took an event, or its connection's unsent bytes went down, or nothing waits for it. */
+export class ReadingWatch {
+  private readAt = performance.now();
+  private takes: number;
+  private unsent: number;
+
+  constructor(private readonly stream: EventStream) {
+    this.takes = stream.takes;
+    this.unsent = stream.unsent;
+  }
+
+  /** Starts the stall time afresh. */
+  seen(now: number): void {
+    this.readAt = now;
+    this.takes = this.stream.takes;
+    this.unsent = this.stream.unsent;
+  }
+
+  /** Whether the consumer has read nothing of what waits for it for `stallMs`. */
+  stalled(now: number, stallMs: number): boolean {
+    const { stream } = this;
+    if (stream.buffered === 0 || stream.takes > this.takes || stream.unsent < this.unsent) this.readAt = now;
+    this.takes = stream.takes;
+    this.unsent = stream.unsent;
+    return stream.isOpen && now - this.readAt > stallMs;
+  }
+}
+
+/**
+ * One stream's part of the instance's ReplayBudget: what its replay has loaded and not yet
+ * handed on, and the replayed events it has handed on that its consumer has not yet taken
+ * (events are taken in the order they were given: `EventStream.given` and `takes`).
+ */
 export class ReplayShare {
   /** Content loaded for the stream and not yet handed to it. */
   loading = 0;
-  /** Once the stream has gone live: how many events its consumer still had to take of the replay's, and when it had taken how many. */
-  private residue: { events: number; bytes: number; takesAtLive: number } | null = null;
   private ended = false;
+  readonly watch: ReadingWatch;
 
   constructor(
     private readonly budget: ReplayBudget,
     readonly stream: EventStream,
-  ) {}
-
-  /** What the stream holds of the replay's: what was loaded for it and what waits for its consumer. */
-  get bytes(): number {
-    if (this.ended || !this.stream.isOpen) return 0;
-    if (this.residue === null) return this.loading + this.stream.bufferedBytes;
-    // Live: the consumer takes the replayed events first (the buffer is in stream order).
-    if (this.stream.takes - this.residue.takesAtLive >= this.residue.events) return 0;
-    return Math.min(this.residue.bytes, this.stream.bufferedBytes);
+    /** The replayed events handed on and not yet all taken, as runs: the stream's `given` once the run was in, its events and their content. */
+    private readonly runs: Run[] = [],
+  ) {
+    this.watch = new ReadingWatch(stream);
   }
 
-  /** Whether the share holds nothing any more and never will. */
-  get done(): boolean {
-    return this.ended || !this.stream.isOpen || this.residue !== null;
+  /** The runs its consumer has not yet taken all of. */
+  untaken(): Run[] {
+    const { takes } = this.stream;
+    while (this.runs.length > 0 && takes >= this.runs[0]!.end) this.runs.shift();
+    return this.runs;
+  }
+
+  /** What the stream holds of its replay's. */
+  get bytes(): number {
+    if (!this.stream.isOpen) return 0;
+    const { takes } = this.stream;
+    let total = this.loading;
+    for (const run of this.untaken()) {
+      const untaken = Math.min(run.events, run.end - takes);
+      total += untaken === run.events ? run.bytes : Math.ceil((run.bytes * untaken) / run.events);
+    }
+    return total;
+  }
+
+  /** Whether the replay has ended (gone live, or its stream ended): the share only drains from here. */
+  get finished(): boolean {
+    return this.ended || !this.stream.isOpen;
   }
 
   /**
    * Waits for room for a slice of `bytes` (its events' sizes as the page read them): true
-   * once it is the replay's (`loading`), false once the stream has ended or its consumer has
-   * been cut off for reading nothing of what waits for it for `stallMs`.
+   * once it is the replay's (`loading`), false once the stream has ended, or has been cut off.
    */
-  reserve(bytes: number, stallMs: number): Promise<boolean> {
-    const { stream } = this;
-    return new Promise((answer) =>
-      this.budget.enqueue({ share: this, bytes, stallMs, readAt: performance.now(), takes: stream.takes, unsent: stream.unsent, answer }),
-    );
+  reserve(bytes: number): Promise<boolean> {
+    return new Promise((answer) => this.budget.enqueue({ share: this, bytes, answer }));
   }
 
-  /** The stream has gone live: what its consumer has not yet taken of the replay's still counts, until it has. */
-  goneLive(): void {
-    this.loading = 0;
-    this.residue = { events: this.stream.buffered, bytes: this.stream.bufferedBytes, takesAtLive: this.stream.takes };
+  /** The replay handed `events` events holding `bytes` to its stream (`given` counts them already); `loading` is what it still holds back. */
+  handedOn(events: number, bytes: number, loading: number): void {
+    if (events > 0) this.runs.push({ end: this.stream.given, events, bytes });
+    this.loading = loading;
   }
 
-  /** The replay ended (the stream ended, or failed). */
+  /** The replay ended (the stream went live, or ended): what the consumer has not yet taken of it still counts, until it has. */
   leave(): void {
     this.ended = true;
     this.loading = 0;

@@ -51,7 +51,7 @@ export async function replayStream(stream: EventStream, reads: Database, limits:
       for (let start = 0; start < matching.length; ) {
         if (start > 0 && !(await drained())) return;
         const { end, bytes } = sliceEnd(matching, start, sliceBytes);
-        if (share && !(await share.reserve(bytes, limits.stallMs))) return;
+        if (share && !(await share.reserve(bytes))) return;
         const slice = matching.slice(start, end);
         const subjects = await readAgain(() => loadEventSubjects(reads, slice));
         if (subjects === null || !(await deliverInRoom(stream, slice.map((event) => payloadOf(event, subjects)), drained, share))) return;
@@ -60,7 +60,6 @@ export async function replayStream(stream: EventStream, reads: Database, limits:
       if (page.length > 0) stream.position = page.at(-1)!.position;
       // Caught up, and every live event since this page's read began is held: live from here.
       if (page.length < sliceEvents && stream.heldDropped === dropped) {
-        share?.goneLive();
         stream.goLive();
         return;
       }
@@ -68,7 +67,8 @@ export async function replayStream(stream: EventStream, reads: Database, limits:
   } catch (error) {
     failReplay(stream, logger, error);
   } finally {
-    if (!stream.live) share?.leave();
+    // What its consumer has not yet taken of the replay's still counts, until it has.
+    share?.leave();
   }
 }
 
@@ -86,15 +86,21 @@ function failReplay(stream: EventStream, logger: Logger, error: unknown): void {
 async function deliverInRoom(stream: EventStream, payloads: MemoryEventPayload[], drained: () => Promise<boolean>, share: ReplayShare | null): Promise<boolean> {
   let rest = payloads;
   // The slice as loaded (its memories may have grown since the page): the replay holds it until it is handed on.
-  if (share) share.loading = contentOf(rest);
+  let held = share ? contentOf(rest) : 0;
+  share?.handedOn(0, 0, held);
   try {
     while (stream.isOpen && rest.length > 0) {
       // One event always goes once the consumer has drained: it is less than a quarter of the buffer.
       const room = Math.max(stream.room(rest), stream.buffered === 0 ? 1 : 0);
       if (room > 0) {
-        stream.deliver(rest.slice(0, room));
+        const handed = rest.slice(0, room);
+        stream.deliver(handed);
         rest = rest.slice(room);
-        if (share) share.loading = contentOf(rest);
+        if (share) {
+          const bytes = contentOf(handed);
+          held -= bytes;
+          share.handedOn(handed.length, bytes, held);
+        }
       }
       if (rest.length > 0 && !(await drained())) return false;
     }

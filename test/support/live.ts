@@ -59,10 +59,11 @@ function collector(): { stream: Omit<TestStream, 'close' | 'ended'>; push: (resu
   };
 }
 
-/** How a test's SSE consumer reads: not before `from` has settled, and then a chunk at a time every `everyMs`. */
+/** How a test's SSE consumer reads: not before `from` has settled, then a chunk at a time every `everyMs`, and only `chunks` chunks (then it stops reading, and holds the connection). */
 export interface ReadingPace {
   from?: Promise<unknown>;
   everyMs?: number;
+  chunks?: number;
 }
 
 /**
@@ -97,7 +98,8 @@ export async function subscribeSse(
     let buffer = '';
     try {
       await pace.from;
-      for (;;) {
+      for (let chunks = 0; ; chunks += 1) {
+        if (chunks === pace.chunks) await new Promise(() => {});
         if (pace.everyMs) await new Promise((resolve) => setTimeout(resolve, pace.everyMs));
         const { value: chunk, done } = await reader!.read();
         if (done) return;
