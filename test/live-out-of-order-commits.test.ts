@@ -8,7 +8,7 @@ import { ANNOUNCEMENTS_APPLICATION_NAME, ReservedApplicationNameError } from '..
 import { createDb } from '../src/db/client.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { createMemoryAt, createStoreNamed, eventsOf, holdWriteOpen, subscribeSse, SUBSCRIBE_EVENTS, useSecondPool } from './support/live.js';
-import { askAgain } from './support/ask-again.js';
+import { askAgain, settledMark } from './support/ask-again.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -162,9 +162,12 @@ describe.skipIf(postgresUrl === undefined)('a transaction left open by a session
         expect(eventsOf(await stream.waitFor(1, 3000)).map((event) => event.memory.path)).toEqual(['delivered.md']);
         stream.close();
         // The open transaction holds every snapshot's xmin below this write's event, so only
-        // the horizon, which leaves such sessions out, settles the mark.
+        // the horizon, which leaves such sessions out, settles the mark. Asked again while a
+        // transaction this test does not control (one that just ended, an ANALYZE) holds it
+        // for a moment: the one held open here stays open all along, so a mark it held would
+        // still read unsettled after the last time.
         const [newest] = await server.db.select().from(memoryEvents).where(eq(memoryEvents.workspaceId, client.workspaceId)).orderBy(desc(memoryEvents.xid), desc(memoryEvents.id)).limit(1);
-        expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe(`${newest!.xid}.${newest!.id}`);
+        expect(await settledMark(server.db, client.workspaceId)).toBe(`${newest!.xid}.${newest!.id}`);
       } finally {
         await held.end();
       }
@@ -178,7 +181,7 @@ describe.skipIf(postgresUrl === undefined)('a transaction left open by a session
       await createStoreNamed(client, 'held');
       expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toBe('unsettled');
       await held.end();
-      expect(await readWorkspaceChangeMark(server.db, client.workspaceId)).toMatch(/^\d+\.\d+$/);
+      expect(await settledMark(server.db, client.workspaceId)).toMatch(/^\d+\.\d+$/);
     } finally {
       await held.end();
     }
