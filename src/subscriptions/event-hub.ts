@@ -136,6 +136,7 @@ export class EventHub {
     return this.streamCount;
   }
 
+  /** What its live updates hold now (the metrics read it when scraped). */
   use(): LiveUse {
     return { openStreams: this.streamCount, replayBytes: this.replayBudget.heldBytes, replaysWaiting: this.replayBudget.waiting };
   }

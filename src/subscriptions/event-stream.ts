@@ -92,7 +92,7 @@ export function payloadBytes(payload: MemoryEventPayload): number {
 const totals = new WeakMap<readonly MemoryEventPayload[], number>();
 
 /** payloadBytes of every payload of `payloads`, counted once per array. */
-function totalBytes(payloads: readonly MemoryEventPayload[]): number {
+export function totalBytes(payloads: readonly MemoryEventPayload[]): number {
   let total = totals.get(payloads);
   if (total === undefined) {
     total = 0;
@@ -100,6 +100,38 @@ function totalBytes(payloads: readonly MemoryEventPayload[]): number {
     totals.set(payloads, total);
   }
   return total;
+}
+
+/**
+ * Whether a stream's consumer reads: it took an event, or its connection's unsent bytes went
+ * down (a large frame on a slow link, or a WebSocket that other operations' events keep
+ * busy). The stall time counts from the watch's start, or from the last time it saw reading.
+ */
+export class ReadingWatch {
+  private readAt = performance.now();
+  private takes: number;
+  private unsent: number;
+
+  constructor(private readonly stream: EventStream) {
+    this.takes = stream.takes;
+    this.unsent = stream.unsent;
+  }
+
+  /** Starts the stall time afresh. */
+  seen(now: number): void {
+    this.readAt = now;
+    this.takes = this.stream.takes;
+    this.unsent = this.stream.unsent;
+  }
+
+  /** Whether the consumer has read nothing for `stallMs` (the stream still open). */
+  stalled(now: number, stallMs: number): boolean {
+    const { stream } = this;
+    if (stream.takes > this.takes || stream.unsent < this.unsent) this.readAt = now;
+    this.takes = stream.takes;
+    this.unsent = stream.unsent;
+    return stream.isOpen && now - this.readAt > stallMs;
+  }
 }
 
 export function payloadOf(event: MemoryEventRecord, subjects: EventSubjects): MemoryEventPayload {

@@ -1,4 +1,4 @@
-import type { EventStream } from './event-stream.js';
+import { ReadingWatch, type EventStream } from './event-stream.js';
 
 /** How often the budget looks again, while replays wait for room: whether the first in line fits, and whether consumers that hold room read. */
 const CHECK_MS = 20;
@@ -79,7 +79,9 @@ export class ReplayBudget {
     if (this.line.length === 0) return;
     const now = performance.now();
     for (const share of this.shares.values()) {
-      if (share.watch.stalled(now, this.stallMs) && share.bytes > 0) share.stream.cutOff();
+      // A consumer with nothing waiting for it is not stalling anyone.
+      if (share.stream.buffered === 0) share.watch.seen(now);
+      else if (share.watch.stalled(now, this.stallMs) && share.bytes > 0) share.stream.cutOff();
     }
     for (let index = 0; index < this.line.length; ) {
       const waiting = this.line[index]!;
@@ -116,34 +118,6 @@ interface Waiting {
   share: ReplayShare;
   bytes: number;
   answer(granted: boolean): void;
-}
-
-/** Whether a stream's consumer reads: it took an event, or its connection's unsent bytes went down, or nothing waits for it. */
-export class ReadingWatch {
-  private readAt = performance.now();
-  private takes: number;
-  private unsent: number;
-
-  constructor(private readonly stream: EventStream) {
-    this.takes = stream.takes;
-    this.unsent = stream.unsent;
-  }
-
-  /** Starts the stall time afresh. */
-  seen(now: number): void {
-    this.readAt = now;
-    this.takes = this.stream.takes;
-    this.unsent = this.stream.unsent;
-  }
-
-  /** Whether the consumer has read nothing of what waits for it for `stallMs`. */
-  stalled(now: number, stallMs: number): boolean {
-    const { stream } = this;
-    if (stream.buffered === 0 || stream.takes > this.takes || stream.unsent < this.unsent) this.readAt = now;
-    this.takes = stream.takes;
-    this.unsent = stream.unsent;
-    return stream.isOpen && now - this.readAt > stallMs;
-  }
 }
 
 /**
@@ -198,10 +172,15 @@ export class ReplayShare {
     return new Promise((answer) => this.budget.enqueue({ share: this, bytes, answer }));
   }
 
-  /** The replay handed `events` events holding `bytes` to its stream (`given` counts them already); `loading` is what it still holds back. */
-  handedOn(events: number, bytes: number, loading: number): void {
-    if (events > 0) this.runs.push({ end: this.stream.given, events, bytes });
-    this.loading = loading;
+  /** The replay loaded a slice holding `bytes` (its memories may have grown since the page read their sizes). */
+  loaded(bytes: number): void {
+    this.loading = bytes;
+  }
+
+  /** The replay handed `events` events holding `bytes` of what it loaded to its stream (`given` counts them already). */
+  handedOn(events: number, bytes: number): void {
+    this.runs.push({ end: this.stream.given, events, bytes });
+    this.loading = Math.max(0, this.loading - bytes);
   }
 
   /** The replay ended (the stream went live, or ended): what the consumer has not yet taken of it still counts, until it has. */

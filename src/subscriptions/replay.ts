@@ -2,7 +2,7 @@ import type { Database } from '../db/client.js';
 import { loadEventSubjects, readWorkspaceEventsAfter, type EventPosition, type ReplayEventRecord } from '../domain/events.js';
 import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import type { Logger } from '../logger.js';
-import { PAYLOAD_OVERHEAD_BYTES, payloadBytes, payloadOf, streamError, type EventStream, type MemoryEventPayload } from './event-stream.js';
+import { PAYLOAD_OVERHEAD_BYTES, payloadOf, ReadingWatch, streamError, totalBytes, type EventStream, type MemoryEventPayload } from './event-stream.js';
 import type { ReplayBudget, ReplayShare } from './replay-budget.js';
 
 export interface ReplayLimits {
@@ -86,8 +86,7 @@ function failReplay(stream: EventStream, logger: Logger, error: unknown): void {
 async function deliverInRoom(stream: EventStream, payloads: MemoryEventPayload[], drained: () => Promise<boolean>, share: ReplayShare | null): Promise<boolean> {
   let rest = payloads;
   // The slice as loaded (its memories may have grown since the page): the replay holds it until it is handed on.
-  let held = share ? contentOf(rest) : 0;
-  share?.handedOn(0, 0, held);
+  share?.loaded(totalBytes(rest));
   try {
     while (stream.isOpen && rest.length > 0) {
       // One event always goes once the consumer has drained: it is less than a quarter of the buffer.
@@ -96,24 +95,14 @@ async function deliverInRoom(stream: EventStream, payloads: MemoryEventPayload[]
         const handed = rest.slice(0, room);
         stream.deliver(handed);
         rest = rest.slice(room);
-        if (share) {
-          const bytes = contentOf(handed);
-          held -= bytes;
-          share.handedOn(handed.length, bytes, held);
-        }
+        share?.handedOn(handed.length, totalBytes(handed));
       }
       if (rest.length > 0 && !(await drained())) return false;
     }
     return stream.isOpen;
   } finally {
-    if (share) share.loading = 0;
+    share?.loaded(0);
   }
-}
-
-function contentOf(payloads: readonly MemoryEventPayload[]): number {
-  let total = 0;
-  for (const payload of payloads) total += payloadBytes(payload);
-  return total;
 }
 
 /** Runs a read of the replay, again after RETRY_MS when it fails, at most REPLAY_ATTEMPTS times: null once the stream has ended or failed. */
@@ -150,19 +139,12 @@ function sliceEnd(events: readonly ReplayEventRecord[], start: number, bytes: nu
 /**
  * Waits until at most `events` events and `bytes` of content wait for the stream's consumer,
  * and its connection is not saturated: false once the stream has ended, or has been cut off
- * because its consumer read nothing for `stallMs`. Reading is taking an event, or the
- * connection's unsent bytes going down (a large frame on a slow link, or a WebSocket that
- * other operations' events keep busy).
+ * because its consumer read nothing for `stallMs` (ReadingWatch).
  */
 async function drainedTo(stream: EventStream, events: number, bytes: number, stallMs: number): Promise<boolean> {
-  let readAt = performance.now();
-  let unsent = stream.unsent;
-  let takes = stream.takes;
+  const watch = new ReadingWatch(stream);
   while (stream.isOpen && (stream.buffered > events || stream.bufferedBytes > bytes || stream.saturated)) {
-    if (stream.unsent < unsent || stream.takes > takes) readAt = performance.now();
-    unsent = stream.unsent;
-    takes = stream.takes;
-    if (performance.now() - readAt > stallMs) stream.cutOff();
+    if (watch.stalled(performance.now(), stallMs)) stream.cutOff();
     else await new Promise((resolve) => setTimeout(resolve, DRAIN_CHECK_MS));
   }
   return stream.isOpen;
