@@ -82,6 +82,26 @@ describe('the per-key stream limit', () => {
     for (const stream of [...streams, again]) expect(eventsOf(await stream.waitFor(1))[0]!.memoryStoreId).toBe(storeId);
     for (const stream of [...streams, again, theirs]) stream.close();
   });
+
+  it(`frees a stream's place at once when its response is cancelled before anything was read: after ${DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY} such responses the key still opens its whole allowance`, async () => {
+    const client = await server.newWorkspace();
+    for (let index = 0; index < DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY; index += 1) {
+      const response = await server.app.fetch(URL, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${client.token}` },
+        body: JSON.stringify({ query: SUBSCRIBE_EVENTS }),
+      });
+      expect(response.status).toBe(200);
+      await response.body!.cancel();
+    }
+    // Had those places stayed taken, every one of these would be RATE_LIMITED.
+    const streams = [];
+    for (let index = 0; index < DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY; index += 1) streams.push(await open(client.token));
+    const storeId = await createStoreNamed(client, 'after-cancels');
+    for (const stream of streams) expect(eventsOf(await stream.waitFor(1))[0]!.memoryStoreId).toBe(storeId);
+    for (const stream of streams) stream.close();
+    await Promise.all(streams.map((stream) => stream.ended));
+  });
 });
 
 describe('revoking a key', () => {

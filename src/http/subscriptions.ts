@@ -81,4 +81,40 @@ export function mapStream<Item>(results: AsyncIterable<Item>, settle: (item: Ite
   };
 }
 
+/** How Yoga turns a result into a response (its type is not exported by name). */
+type ResultProcessor = Parameters<Parameters<NonNullable<Plugin['onResultProcess']>>[0]['setResultProcessor']>[0];
+
+/**
+ * A stream's response (`process`, Yoga's SSE processor) whose cancellation always ends the
+ * stream. Yoga ends the stream's iterator on cancel only once the response body has started,
+ * which it does on its first read: a body cancelled, or its connection closed, before anything
+ * was read (a host calling app.fetch, an adapter destroying the response early) threw inside
+ * Yoga and left the stream open, counted against its key's limit for as long as the instance
+ * ran; and once started, it learns of a cancel only when it next writes (its keep-alive, up to
+ * STREAM_KEEP_ALIVE_MS later). Here the body is read through, and a cancel ends the stream at once.
+ */
+export function endingOnCancel(process: ResultProcessor, stream: AsyncIterator<unknown>): ResultProcessor {
+  return async (result, fetchAPI, mediaType) => {
+    const response = await process(result, fetchAPI, mediaType);
+    const inner = response.body;
+    if (!inner) return response;
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const read = () => (reader ??= inner.getReader()).read();
+    const body = new fetchAPI.ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      async cancel(reason) {
+        // The stream ends now; Yoga's body learns of it after (it fails before its start,
+        // when nothing of it runs yet: no ping, no iterator).
+        await stream.return?.();
+        await (reader ? reader.cancel(reason) : inner.cancel(reason)).catch(() => {});
+      },
+    });
+    return new fetchAPI.Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
 export { isAsyncIterable };

@@ -3,7 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { selectOperation } from '../graphql/query-cost.js';
 import { parseCompiledData, withExtensions, type RequestPipeline } from './pipeline.js';
 import { useRequestBodyLimit } from './request-body.js';
-import { isAsyncIterable, mapStream } from './subscriptions.js';
+import { endingOnCancel, isAsyncIterable, mapStream } from './subscriptions.js';
 
 /**
  * The Yoga pipeline's form of the request stages (pipeline.ts): each plugin calls the
@@ -27,7 +27,7 @@ export function yogaStages(pipeline: RequestPipeline, paths: { routes: Plugin[];
     onValidate({ context, params, setResult }) {
       setResult(pipeline.validate(requestOf(context), params.documentAST));
     },
-    onResultProcess({ request, result, setResult }) {
+    onResultProcess({ request, result, setResult, resultProcessor, setResultProcessor }) {
       // Masked already (Yoga's maskedErrors runs the same mask): this logs them. Request
       // errors keep their own HTTP status under every response type.
       const extensions = pipeline.extensions(request);
@@ -42,9 +42,12 @@ export function yogaStages(pipeline: RequestPipeline, paths: { routes: Plugin[];
         }
         return { ...(single as ExecutionResult), errors: masked };
       };
-      // A subscription's stream: each of its results is settled as it goes out.
+      // A subscription's stream: each of its results is settled as it goes out. Streams are
+      // only subscriptions' (no @defer or @stream), which Yoga answers over SSE alone.
       if (isAsyncIterable(result)) {
-        setResult(mapStream(result as AsyncIterable<ExecutionResult>, (item) => settle(item) as ExecutionResult) as never);
+        const stream = mapStream(result as AsyncIterable<ExecutionResult>, (item) => settle(item) as ExecutionResult);
+        setResult(stream as never);
+        if (resultProcessor) setResultProcessor(endingOnCancel(resultProcessor, stream), 'text/event-stream');
         return;
       }
       const settled = (Array.isArray(result) ? result : [result]).map(settle);
