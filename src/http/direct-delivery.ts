@@ -107,7 +107,8 @@ export class DirectSink implements StreamSink {
       const bytes = deliveries.get(payloads)?.get(this.sharing!);
       if (bytes !== undefined && this.outlet.unsent() + bytes.length <= STREAM_SEND_AHEAD_BYTES) {
         this.writeOut(this.outlet.adapt ? this.outlet.adapt(bytes) : bytes);
-        this.stream?.taken();
+        // Every event of the delivery (a replay's room is given back by the count: replay-budget.ts).
+        this.stream?.taken(payloads.length);
         return;
       }
     }

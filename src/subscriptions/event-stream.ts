@@ -38,8 +38,8 @@ export interface StreamTransport {
 /** What a sink asks of its stream. */
 export interface SinkStream {
   fallBack(payloads: MemoryEventPayload[]): void;
-  /** The sink wrote an event to the connection (the consumer is reading). */
-  taken(): void;
+  /** The sink wrote `events` events (one unless told) to the connection (the consumer is reading). */
+  taken(events?: number): void;
   close(): void;
 }
 
@@ -280,9 +280,9 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
     for (const payload of fresh) this.enqueue(payload);
   }
 
-  /** The consumer's connection took an event (the sink wrote it). */
-  taken(): void {
-    this.takes += 1;
+  /** The consumer's connection took `events` events (the sink wrote them). */
+  taken(events = 1): void {
+    this.takes += events;
   }
 
   /** How many of `payloads`, from the first, fit in the buffer beside what waits for the consumer. */
