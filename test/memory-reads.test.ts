@@ -3,6 +3,7 @@ import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { memories, memoryVersions } from '../src/db/schema.js';
 import { newId } from '../src/domain/ids.js';
+import { PATH_MAX_BYTES } from '../src/domain/limits.js';
 import { graphql } from './generated/gql.js';
 import type { MemoryOrder, MemoryOperation } from './generated/graphql.js';
 import { createMemory, createStore, deleteMemory, updateMemory, versionRows } from './support/builders.js';
@@ -302,6 +303,24 @@ describe('MemoryStore.memories', () => {
       expect(firstOnly.edges.map((edge) => edge.node.path)).toEqual(['a/b']);
       expect(firstOnly.totalCount).toBe(3);
       expect(firstOnly.pageInfo.hasNextPage).toBe(true);
+    });
+
+    it('matches the longest path a memory can have with that path itself, and nothing with a prefix longer than any path (250,000 characters, in a variable or in the document, also for search): no error, and a token no key has is still 401', async () => {
+      const longest = ['a'.repeat(255), 'b'.repeat(255), 'c'.repeat(255), 'd'.repeat(254), 'e'].join('/');
+      expect(Buffer.byteLength(longest)).toBe(PATH_MAX_BYTES);
+      const { client, storeId } = await storeWithPaths([longest, 'x.md']);
+      const matching = async (pathPrefix: string) => {
+        const page = await listMemories(client, storeId, { pathPrefix });
+        return { totalCount: page.totalCount, paths: page.edges.map((edge) => edge.node.path) };
+      };
+      expect(await matching(longest)).toEqual({ totalCount: 1, paths: [longest] });
+      expect(await matching(`${longest}e`)).toEqual({ totalCount: 0, paths: [] });
+      const tooLong = 'a'.repeat(250_000);
+      expect(await matching(tooLong)).toEqual({ totalCount: 0, paths: [] });
+      const inDocument = await client.send({ query: `{ memoryStore(id: "${storeId}") { memories(pathPrefix: "${tooLong}") { totalCount } } searchMemories(query: "content", pathPrefix: "${tooLong}") { totalCount } }` });
+      expect([inDocument.status, inDocument.errors, inDocument.data]).toEqual([200, undefined, { memoryStore: { memories: { totalCount: 0 } }, searchMemories: { totalCount: 0 } }]);
+      const stranger = await server.anonymous(`msk_${'A'.repeat(40)}`).send({ query: `{ memoryStore(id: "${storeId}") { memories(pathPrefix: "${tooLong}") { totalCount } } }` });
+      expect(stranger.status).toBe(401);
     });
 
     it('treats "%" and "_" literally, not as LIKE wildcards', async () => {

@@ -4,7 +4,8 @@ import { memories, memoryVersions } from '../../db/schema.js';
 import { anyOf } from '../../db/sql.js';
 import { isIdOfKind } from '../ids.js';
 import { fetchPagesByParent, type Page, type PageWindow } from '../pagination.js';
-import { isStorableText } from '../validation.js';
+import { PATH_MAX_BYTES } from '../limits.js';
+import { isStorableText, utf8Bytes } from '../validation.js';
 import type { Viewer } from '../viewer.js';
 import { MEMORY_LISTS, type MemoryOrder, type MemoryRecord, type MemorySummary } from './records.js';
 
@@ -45,27 +46,30 @@ export async function loadMemoryContents(db: Database, viewer: Viewer, ids: read
  * order; null when there is none. Turns a prefix into an index range.
  */
 export function prefixUpperBound(prefix: string): string | null {
-  const codePoints = [...prefix].map((character) => character.codePointAt(0)!);
-  while (codePoints.length > 0) {
-    const last = codePoints.pop()!;
-    if (last < 0x10ffff) {
-      codePoints.push(last + 1 === 0xd800 ? 0xe000 : last + 1);
-      return String.fromCodePoint(...codePoints);
-    }
+  // From the end: the last code point that has a successor takes it, and what follows it goes.
+  for (let end = prefix.length; end > 0; ) {
+    const low = prefix.charCodeAt(end - 1);
+    const start = end >= 2 && low >= 0xdc00 && low <= 0xdfff && isHighSurrogate(prefix.charCodeAt(end - 2)) ? end - 2 : end - 1;
+    const last = prefix.codePointAt(start)!;
+    if (last < 0x10ffff) return prefix.slice(0, start) + String.fromCodePoint(last + 1 === 0xd800 ? 0xe000 : last + 1);
+    end = start;
   }
   return null;
 }
 
+const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+
 /**
  * `pathPrefix` as a range of paths, the one rule every path to the data follows: every path
- * (no prefix), none (a prefix no path can have: NUL, lone surrogates), or the paths from
+ * (no prefix), none (a prefix no path can have: NUL, lone surrogates, more than PATH_MAX_BYTES), or the paths from
  * `from` up to but not including `below` (null: no upper end).
  */
 export type PathRange = { kind: 'all' } | { kind: 'none' } | { kind: 'range'; from: string; below: string | null };
 
 export function pathPrefixRange(prefix: string | undefined): PathRange {
   if (prefix === undefined || prefix === '') return { kind: 'all' };
-  if (!isStorableText(prefix)) return { kind: 'none' };
+  // Longer than any path, or not text a path can hold: no path has it.
+  if (utf8Bytes(prefix) > PATH_MAX_BYTES || !isStorableText(prefix)) return { kind: 'none' };
   return { kind: 'range', from: prefix, below: prefixUpperBound(prefix) };
 }
 
