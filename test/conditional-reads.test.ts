@@ -180,6 +180,20 @@ describe('a polled answer', () => {
     expect(store.id).toBeTruthy();
   });
 
+  it('is not 304 for a document compiled to the same statement whose response differs in its extensions (fields asked twice cost twice), and is for its own tag', async () => {
+    const client = await server.newWorkspace();
+    await createMemory(client, (await createStore(client)).id);
+    const plain = await poll(client);
+    const twice = DASHBOARD.replace('id path contentSha256', 'id path contentSha256 path ... on Memory { id }');
+    const doubled = await poll(client, { query: twice });
+    expect(JSON.parse(doubled.body).data).toEqual(JSON.parse(plain.body).data);
+    expect(JSON.parse(doubled.body).extensions).not.toEqual(JSON.parse(plain.body).extensions);
+    expect(doubled.tag).not.toBe(plain.tag);
+    expect((await poll(client, { query: twice, ifNoneMatch: plain.tag })).status).toBe(200);
+    expect((await poll(client, { query: twice, ifNoneMatch: doubled.tag })).status).toBe(304);
+    expect((await poll(client, { ifNoneMatch: plain.tag })).status).toBe(304);
+  });
+
   it('is never 304 for a revoked key, a key nobody has, or no key', async () => {
     const client = await server.newWorkspace();
     await createStore(client);

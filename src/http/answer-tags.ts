@@ -4,8 +4,8 @@ import { CHANGE_MARK_UNSETTLED } from '../domain/events.js';
 /**
  * Conditional reads: the entity tag (ETag) of an answer the read compiler builds, and the
  * test of a request's `If-None-Match` against it. A tag names one answer of one key: the
- * server's schema, the representation, the key, the compiled statement with its parameters
- * and the workspace's change mark (domain/events.ts) read in the answer's own snapshot. The
+ * server's schema, the representation, the key, the compiled statement with its parameters,
+ * the response's extensions and the workspace's change mark (domain/events.ts) read in the answer's own snapshot. The
  * answer of an equal tag is therefore the same answer, and a request that names the current
  * tag is answered `304 Not Modified` after one cheap statement (the key and the mark),
  * without building the answer. No tag is given while the mark is unsettled.
@@ -18,10 +18,14 @@ export class AnswerTags {
     this.server = hash('sha256', sdl, 'base64url');
   }
 
-  /** The weak tag `W/"…"` of an answer, or null when it has none (no mark, or an unsettled one). */
-  tag(mark: string | null, key: { workspaceId: string; apiKeyId: string }, shape: string, representation: string): string | null {
+  /**
+   * The weak tag `W/"…"` of an answer, or null when it has none (no mark, or an unsettled one).
+   * `extensions`: the response's own, as its body carries them (the query's cost estimate,
+   * which two documents compiled to one statement may differ in).
+   */
+  tag(mark: string | null, key: { workspaceId: string; apiKeyId: string }, shape: string, representation: string, extensions: string): string | null {
     if (mark === null || mark === CHANGE_MARK_UNSETTLED) return null;
-    const digest = hash('sha256', JSON.stringify([this.server, representation, key.workspaceId, key.apiKeyId, shape, mark]), 'base64url');
+    const digest = hash('sha256', JSON.stringify([this.server, representation, key.workspaceId, key.apiKeyId, shape, extensions, mark]), 'base64url');
     return `W/"${digest}"`;
   }
 }

@@ -159,7 +159,7 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
         const close = `,"extensions":${JSON.stringify(pipeline.extensions(request))}}`;
         const body = typeof answer.data === 'string' ? `{"data":${answer.data}${close}` : Buffer.concat([DATA_OPEN, answer.data, Buffer.from(close)]);
         const headers: Record<string, string> = { 'Content-Type': `${mediaType}; charset=utf-8` };
-        const tag = pipeline.answerTag(compiled!, answer, mediaType);
+        const tag = pipeline.answerTag(request, compiled!, answer, mediaType);
         if (tag !== null) {
           // The check found the mark unsettled, and it settled where it was before this
           // answer's snapshot: the tag the request names, so the answer is still 304.

@@ -117,10 +117,11 @@ export interface RequestPipeline {
    */
   readOrIdentify(request: Request, compiled: CompiledRead | null): Promise<{ viewer: Viewer; data: string | Uint8Array | null; mark: string | null }>;
   /**
-   * The tag (answer-tags.ts) of a compiled read's answer in a representation (its media
-   * type, say), from the mark that came with it; null when it has none.
+   * The tag (answer-tags.ts) of a compiled read's answer to `request` in a representation (its
+   * media type, say), from the mark that came with it; null when it has none. It covers the
+   * response's `extensions` (extensions), which two documents of one statement may differ in.
    */
-  answerTag(compiled: CompiledRead, answer: { viewer: Viewer; mark: string | null }, representation: string): string | null;
+  answerTag(request: Request, compiled: CompiledRead, answer: { viewer: Viewer; mark: string | null }, representation: string): string | null;
   /**
    * For a request with `If-None-Match`, a compiled read whose answer may not have changed:
    * authenticates the key and reads the change mark in one statement, without the answer,
@@ -266,13 +267,14 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       if (!compiled) return { viewer: await this.identify(request), data: null, mark: null };
       return runCompiled(request, (tokenSha256, scope) => compiled.read(tokenSha256, scope));
     },
-    answerTag(compiled, answer, representation) {
-      return (tags ??= new AnswerTags(printSchema(schema))).tag(answer.mark, answer.viewer, compiled.shape, representation);
+    answerTag(request, compiled, answer, representation) {
+      const extensions = JSON.stringify(this.extensions(request) ?? null);
+      return (tags ??= new AnswerTags(printSchema(schema))).tag(answer.mark, answer.viewer, compiled.shape, representation, extensions);
     },
     async unchangedTag(request, compiled, representation) {
       if (!request.headers.has('if-none-match')) return null;
       // A statement that stops short of the answer: the key and the change mark.
-      const tag = this.answerTag(compiled, await runCompiled(request, (tokenSha256, scope) => compiled.check(tokenSha256, scope)), representation);
+      const tag = this.answerTag(request, compiled, await runCompiled(request, (tokenSha256, scope) => compiled.check(tokenSha256, scope)), representation);
       return tag !== null && this.namesRequestTag(request, tag) ? tag : null;
     },
     namesRequestTag(request, tag) {
