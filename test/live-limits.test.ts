@@ -53,6 +53,38 @@ describe('resuming with `after`', () => {
   });
 });
 
+describe('a cursor no event was given', () => {
+  it('is INVALID_REQUEST at once, takes no place of the key, and a stream from the last real cursor still gets the next write: a transaction id past 64 bits, an id past 2^53, a position past every event', async () => {
+    const client = await server.newWorkspace();
+    const storeId = await createStoreNamed(client, 'forged');
+    const first = await open(client.token, { memoryStoreId: storeId });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await createMemoryAt(client, storeId, 'a.md', 'a');
+    const [real] = eventsOf(await first.waitFor(1));
+    first.close();
+    const now = new Date();
+    const forged = [
+      Buffer.from(`ev1:${2n ** 64n}:1:${now.getTime()}`).toString('base64url'),
+      encodeEventCursor({ xid: 1n, id: 2 ** 53 }, now),
+      encodeEventCursor({ xid: 10n ** 19n, id: 1 }, now),
+    ];
+    for (const after of forged) {
+      const startedAt = Date.now();
+      const refused = await open(client.token, { memoryStoreId: storeId, after });
+      const [answer] = await refused.waitFor(1);
+      expect([answer!.errors?.[0]?.extensions?.code, Date.now() - startedAt < 2_000], after).toEqual(['INVALID_REQUEST', true]);
+    }
+    // None of them took a place: the key still opens its whole allowance.
+    const streams = [];
+    for (let index = 0; index < DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY - 1; index += 1) streams.push(await open(client.token, { memoryStoreId: storeId }));
+    const resumed = await open(client.token, { memoryStoreId: storeId, after: real!.cursor });
+    await createMemoryAt(client, storeId, 'b.md', 'b');
+    expect(eventsOf(await resumed.waitFor(1)).map((event) => event.version.path)).toEqual(['b.md']);
+    for (const stream of [...streams, resumed]) stream.close();
+    await Promise.all([...streams, resumed].map((stream) => stream.ended));
+  });
+});
+
 describe('the per-key stream limit', () => {
   it(`lets a key hold ${DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY} open streams, refuses the next with RATE_LIMITED, and admits one again once a stream closes`, async () => {
     const client = await server.newWorkspace();

@@ -108,8 +108,22 @@ const CURSOR_BODY = /^(\d{1,20}):(\d{1,16}):(\d{1,15})$/;
 export function decodeEventCursor(cursor: string): DecodedCursor {
   const text = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
   const match = text.startsWith(CURSOR_PREFIX) ? CURSOR_BODY.exec(text.slice(CURSOR_PREFIX.length)) : null;
-  if (!match) throw new InvalidRequestError([{ field: ['after'], message: 'is not a cursor of memoryEvents' }], '`after` is not a cursor of memoryEvents.');
+  // A transaction id is 64 bits (xid8); an event's id is below 2^53.
+  if (!match || BigInt(match[1]!) > MAX_XID8 || !Number.isSafeInteger(Number(match[2]))) throw notACursor();
   return { position: { xid: BigInt(match[1]!), id: Number(match[2]) }, occurredAt: new Date(Number(match[3])) };
+}
+
+const MAX_XID8 = 2n ** 64n - 1n;
+
+const notACursor = () => new InvalidRequestError([{ field: ['after'], message: 'is not a cursor of memoryEvents' }], '`after` is not a cursor of memoryEvents.');
+
+/**
+ * Refuses a cursor past `horizon` (currentEventHorizon: every event at or past it is still
+ * to come): no event ever delivered is there, on any instance, so it was never given out,
+ * and a stream from it would skip every event until the transaction ids reach it.
+ */
+export function assertCursorIssued(cursor: DecodedCursor, horizon: EventPosition): void {
+  if (comparePositions(cursor.position, horizon) > 0) throw notACursor();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import { EVENTS_CHANNEL } from '../db/announcements.js';
 import type { Database } from '../db/client.js';
 import { findRevokedKeys } from '../domain/api-keys.js';
 import {
+  assertCursorIssued,
   comparePositions,
   currentEventHorizon,
   decodeEventCursor,
@@ -206,7 +207,10 @@ export class EventHub {
       await this.start();
       // Without a cursor the stream starts now: past every change committed before it opened,
       // even one the poller has not read yet (its batch still reaches the stream, which skips it).
-      from = cursor?.position ?? laterOf(this.position!, await currentEventHorizon(this.reads));
+      // A cursor is never past that.
+      const horizon = laterOf(this.position!, await currentEventHorizon(this.reads));
+      if (cursor) assertCursorIssued(cursor, horizon);
+      from = cursor?.position ?? horizon;
     } catch (error) {
       this.slots.release(viewer.apiKeyId);
       throw error;
