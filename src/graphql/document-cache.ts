@@ -1,4 +1,4 @@
-import { GraphQLError, type DocumentNode } from 'graphql';
+import { GraphQLError, TokenKind, type DocumentNode } from 'graphql';
 import { MAX_DOCUMENT_CACHE_BYTES } from '../domain/limits.js';
 
 /**
@@ -25,8 +25,9 @@ export class ByteBoundedCache<Value> {
     return entry.value;
   }
 
-  set(key: string, value: Value): void {
-    const bytes = this.sizeOf(key, value);
+  /** Keeps `value`; `alsoHeld`: what it keeps alive besides what sizeOf counts (a document's text, say). */
+  set(key: string, value: Value, alsoHeld = 0): void {
+    const bytes = this.sizeOf(key, value) + alsoHeld;
     this.delete(key);
     if (bytes > this.maxBytes) return;
     this.entries.set(key, { value, bytes });
@@ -58,11 +59,25 @@ export class ByteBoundedCache<Value> {
 /** What one token of a parsed document costs, roughly: its token object and its share of the AST. */
 const BYTES_PER_TOKEN = 160;
 
-/** The memory a cached document holds: its text (two bytes a character, at worst) and its tokens and nodes. */
+/**
+ * The memory a cached document holds: its text (two bytes a character, at worst), its tokens
+ * and nodes, and the values of its strings, which the parser copies out of the text.
+ */
 export function documentBytes(text: string, document: DocumentNode | null): number {
-  let tokens = 0;
-  for (let token = document?.loc?.startToken ?? null; token; token = token.next) tokens += 1;
-  return 2 * text.length + BYTES_PER_TOKEN * tokens;
+  let bytes = 2 * text.length;
+  for (let token = document?.loc?.startToken ?? null; token; token = token.next) {
+    bytes += BYTES_PER_TOKEN;
+    if (token.kind === TokenKind.STRING || token.kind === TokenKind.BLOCK_STRING) bytes += 2 * (token.value?.length ?? 0);
+  }
+  return bytes;
+}
+
+/**
+ * The text a parsed document keeps alive, in bytes (two a character, at worst): the parser's
+ * names and strings are slices of it, so whatever keeps one of them keeps all of it.
+ */
+export function documentTextBytes(document: DocumentNode): number {
+  return 2 * (document.loc?.source.body.length ?? 0);
 }
 
 /** Parsed documents, and parse errors, by query text: one cache for every path a request takes. */

@@ -8,7 +8,7 @@ import type { ApiKeyKind } from '../domain/viewer.js';
 import { planRead, type ReadPlan } from './plan.js';
 import { CompiledSearch } from './search.js';
 import { statementOf } from './sql.js';
-import { checkKey, runnersOf, runStatement, statementShape, statementText, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
+import { checkKey, parametersBytes, runnersOf, runStatement, statementShape, statementText, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 /**
  * Reads compiled to one SQL statement that builds the response's JSON in PostgreSQL, as a
@@ -101,17 +101,28 @@ export function compileReadTemplate(
   run: RunStatement,
   runRaw?: RunStatementRaw,
 ): ReadTemplate {
-  if (slots.length === 0) {
-    const compiled = compileRead(schema, document, operation, variables, run, runRaw);
-    return { readFor: () => compiled, bytes: compiled?.bytes ?? 0 };
-  }
+  if (slots.length === 0) return fixedTemplate(compileRead(schema, document, operation, variables, run, runRaw));
   const standIns = slots.map((slot) => newId(slot.kind));
   const withStandIns = { ...variables, ...Object.fromEntries(slots.map((slot, index) => [slot.name, standIns[index]])) };
   const compiled = compileRead(schema, document, operation, withStandIns, run, runRaw);
-  if (!(compiled instanceof CompiledStatement)) return { readFor: () => null, bytes: 0 };
+  if (!(compiled instanceof CompiledStatement)) return fixedTemplate(null);
   const places = standIns.map((standIn) => compiled.placesOf(standIn));
-  // Not a template after all: each request's read is compiled afresh.
-  if (places.some((place) => place === null)) return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: 0 };
+  // Not a template after all: each request's read is compiled afresh, from the document it holds.
+  if (places.some((place) => place === null)) {
+    return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: COMPILED_READ_BYTES };
+  }
+  return slottedTemplate(compiled, slots, places as number[][]);
+}
+
+// The templates that hold no document are made here, apart: closures made in one function
+// share its context, and one of compileReadTemplate's holds the document, which every
+// template would then keep alive (a template that compiles nothing, above all, which the
+// cache charges nothing).
+function fixedTemplate(compiled: CompiledRead | null): ReadTemplate {
+  return { readFor: () => compiled, bytes: compiled?.bytes ?? 0 };
+}
+
+function slottedTemplate(compiled: CompiledStatement, slots: readonly IdSlot[], places: readonly (readonly number[])[]): ReadTemplate {
   return {
     readFor: (given) => compiled.withValuesAt(slots.map((slot, index) => ({ value: given![slot.name], places: places[index]! }))),
     bytes: compiled.bytes,
@@ -169,7 +180,7 @@ class CompiledStatement implements CompiledRead {
 
   /** Itself, its parameters and shape; the text too, unless kept once for all. */
   get bytes(): number {
-    return COMPILED_READ_BYTES + PARAMETER_BYTES * this.params.length + (this.statement.kept ? 0 : 4 * this.statement.text.length);
+    return COMPILED_READ_BYTES + parametersBytes(this.params, PARAMETER_BYTES) + (this.statement.kept ? 0 : 4 * this.statement.text.length);
   }
 }
 

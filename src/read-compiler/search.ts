@@ -5,7 +5,7 @@ import type { ApiKeyKind } from '../domain/viewer.js';
 import type { ObjectPlan, ReadPlan, RootFieldPlan, SearchPlan } from './plan.js';
 import type { SelectionPlan as SelectionPlanOf } from './search-plan.js';
 import { KEY_COLUMNS, KEY_ROW, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson } from './sql.js';
-import { statementShape, statementText, viewerOfRow, withToken, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
+import { parametersBytes, statementShape, statementText, viewerOfRow, withToken, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 type SelectionPlan = SelectionPlanOf<ObjectPlan>;
 
@@ -169,6 +169,6 @@ export class CompiledSearch implements CompiledRead {
   }
 
   get bytes(): number {
-    return SEARCH_READ_BYTES + 128 * this.params.length + 4 * (this.plan.filter.query.length + (this.plan.filter.pathPrefix?.length ?? 0)) + (this.statement.kept ? 0 : 4 * this.statement.text.length);
+    return SEARCH_READ_BYTES + parametersBytes(this.params, 128) + 4 * (this.plan.filter.query.length + (this.plan.filter.pathPrefix?.length ?? 0)) + (this.statement.kept ? 0 : 4 * this.statement.text.length);
   }
 }

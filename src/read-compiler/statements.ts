@@ -96,6 +96,17 @@ export function checkKey(runners: StatementRunners, allowed: readonly ApiKeyKind
 export const withToken = (params: readonly unknown[], tokenSha256: string) => params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
 
 /** A statement's part of an answer's shape: its text's digest and its parameters but the token. */
+/**
+ * What a compiled read's parameters hold, about, in bytes: each its share of the read
+ * (`each`), and a string its characters twice over (the value, and its copy in the read's
+ * shape: statementShape), at two bytes a character.
+ */
+export function parametersBytes(params: readonly unknown[], each: number): number {
+  let total = 0;
+  for (const param of params) total += each + (typeof param === 'string' ? 4 * param.length : 0);
+  return total;
+}
+
 export const statementShape = (statement: StatementText, params: readonly unknown[]) =>
   `${digestOf(statement)} ${JSON.stringify(params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))}`;
 
