@@ -219,7 +219,7 @@ describe('statements prepared on PGlite\'s session', () => {
 describe.skipIf(postgresUrl !== undefined)('compiled reads on the embedded database', () => {
   const server = useTestServer();
 
-  it('are parsed once and then bound: the same dashboard three times prepares one statement, on the first, and answers alike', async () => {
+  it('are parsed once and then bound: the same dashboard three times prepares one statement, on the second (once the first found its key), and answers alike', async () => {
     const admin = await server.newWorkspace();
     const store = await createStore(admin, { name: 'prepared' });
     await createMemory(admin, store.id, { path: 'a.md', content: 'one' });
@@ -235,9 +235,9 @@ describe.skipIf(postgresUrl !== undefined)('compiled reads on the embedded datab
       answers.push(result.data);
       afterEach.push(await preparedNow());
     }
-    expect(afterEach[0]!.filter((name) => !before.includes(name))).toHaveLength(1);
-    expect(afterEach[1]).toEqual(afterEach[0]);
-    expect(afterEach[2]).toEqual(afterEach[0]);
+    expect(afterEach[0]).toEqual(before);
+    expect(afterEach[1]!.filter((name) => !before.includes(name))).toHaveLength(1);
+    expect(afterEach[2]).toEqual(afterEach[1]);
     expect(answers[0].memoryStores.edges[0].node.memories.edges[0].node).toMatchObject({ path: 'a.md', content: 'one' });
     expect(answers[1]).toEqual(answers[0]);
     expect(answers[2]).toEqual(answers[0]);

@@ -115,6 +115,11 @@ export const DISCARD_BODY_TIMEOUT_MS = 5_000;
  * backend memory; texts beyond these (rare shapes) run unprepared, in one more round trip.
  */
 export const MAX_PREPARED_STATEMENT_TEXTS = 200;
+/**
+ * A compiled statement's text longer than this (characters) is never prepared: a prepared
+ * statement keeps its text and plan on every connection, and the dashboard's is about 3,000.
+ */
+export const MAX_PREPARED_STATEMENT_TEXT_LENGTH = 32_768;
 
 /**
  * The text one answer may carry, in UTF-8 bytes: every text field's value counts, `content`

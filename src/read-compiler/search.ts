@@ -5,7 +5,7 @@ import type { ApiKeyKind } from '../domain/viewer.js';
 import type { ObjectPlan, ReadPlan, RootFieldPlan, SearchPlan } from './plan.js';
 import type { SelectionPlan as SelectionPlanOf } from './search-plan.js';
 import { KEY_COLUMNS, KEY_ROW, KEY_WORKSPACE, keyKindIn, keyMark, keyTable, objectJson } from './sql.js';
-import { parametersBytes, statementShape, statementText, viewerOfRow, withToken, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
+import { keepAnswered, parametersBytes, statementShape, statementText, viewerOfRow, withToken, type CompiledAnswer, type CompiledRead, type StatementRunners, type StatementText } from './statements.js';
 
 type SelectionPlan = SelectionPlanOf<ObjectPlan>;
 
@@ -124,8 +124,10 @@ export class CompiledSearch implements CompiledRead {
   }
 
   /** A statement's rows, with the token's SHA-256 in its place. */
-  private rowsOf(statement: StatementText, params: unknown[], tokenSha256: string, scope: StatementScope | undefined): Promise<Record<string, unknown>[]> {
-    return this.runners.run(statement.text, withToken(params, tokenSha256), { prepare: statement.kept, scope });
+  private async rowsOf(statement: StatementText, params: unknown[], tokenSha256: string, scope: StatementScope | undefined): Promise<Record<string, unknown>[]> {
+    const rows = await this.runners.run(statement.text, withToken(params, tokenSha256), { prepare: statement.kept, scope });
+    if (rows.length > 0) keepAnswered(statement);
+    return rows;
   }
 
   async read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {

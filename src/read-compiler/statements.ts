@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RunOptions, RunStatement, RunStatementRaw } from '../db/client.js';
 import type { StatementScope } from '../db/deadline.js';
 import { KEY_LOOKUP, viewerOf } from '../domain/api-keys.js';
-import { MAX_PREPARED_STATEMENT_TEXTS } from '../domain/limits.js';
+import { MAX_PREPARED_STATEMENT_TEXT_LENGTH, MAX_PREPARED_STATEMENT_TEXTS } from '../domain/limits.js';
 import type { ApiKeyKind, Viewer } from '../domain/viewer.js';
 import { checkStatementOf, TOKEN_PLACEHOLDER } from './sql.js';
 
@@ -34,17 +34,19 @@ export interface CompiledRead {
 }
 
 /**
- * The statement texts this process compiled, each kept once and shared by every compiled
+ * The statement texts this process prepares, each kept once and shared by every compiled
  * read of it (a text depends only on the plan's shape: values are parameters, so a query
- * asked with ten thousand ids has one text). The first MAX_PREPARED_STATEMENT_TEXTS
- * distinct texts are kept, and prepared (the shapes clients send all day come first); later
- * ones belong to their compiled read alone and run unprepared, so that no connection keeps
- * ever more prepared statements.
+ * asked with ten thousand ids has one text). A text is kept once a statement of it has
+ * authenticated a key (keepAnswered), up to MAX_PREPARED_STATEMENT_TEXTS texts of at most
+ * MAX_PREPARED_STATEMENT_TEXT_LENGTH characters: the shapes clients send all day come first,
+ * and requests whose token no key has (which may send a new shape each time) take no place.
+ * The others belong to their compiled read alone and run unprepared, so that no connection
+ * keeps ever more prepared statements.
  */
 export interface StatementText {
   readonly text: string;
   /** Kept here, and prepared. */
-  readonly kept: boolean;
+  kept: boolean;
   /** The text's SHA-256, which stands for it in an answer's shape (made on first use). */
   digest?: string;
 }
@@ -52,12 +54,19 @@ export interface StatementText {
 const statementTexts = new Map<string, StatementText>();
 
 export function statementText(text: string): StatementText {
-  const known = statementTexts.get(text);
-  if (known) return known;
-  const kept = statementTexts.size < MAX_PREPARED_STATEMENT_TEXTS;
-  const entry: StatementText = { text, kept };
-  if (kept) statementTexts.set(text, entry);
-  return entry;
+  return statementTexts.get(text) ?? { text, kept: false };
+}
+
+/** A statement of this text found the key it was run for: the text is kept (and prepared) from now on, while there is room. */
+export function keepAnswered(statement: StatementText): void {
+  if (statement.kept) return;
+  if (statementTexts.has(statement.text)) {
+    statement.kept = true;
+    return;
+  }
+  if (statementTexts.size >= MAX_PREPARED_STATEMENT_TEXTS || statement.text.length > MAX_PREPARED_STATEMENT_TEXT_LENGTH) return;
+  statement.kept = true;
+  statementTexts.set(statement.text, statement);
 }
 
 const digestOf = (statement: StatementText) => (statement.digest ??= createHash('sha256').update(statement.text).digest('base64url'));
@@ -95,7 +104,6 @@ export function checkKey(runners: StatementRunners, allowed: readonly ApiKeyKind
 /** A compiled statement's parameters with the token's SHA-256 in its place. */
 export const withToken = (params: readonly unknown[], tokenSha256: string) => params.map((value) => (value === TOKEN_PLACEHOLDER ? tokenSha256 : value));
 
-/** A statement's part of an answer's shape: its text's digest and its parameters but the token. */
 /**
  * What a compiled read's parameters hold, about, in bytes: each its share of the read
  * (`each`), and a string its characters twice over (the value, and its copy in the read's
@@ -107,27 +115,31 @@ export function parametersBytes(params: readonly unknown[], each: number): numbe
   return total;
 }
 
+/** A statement's part of an answer's shape: its text's digest and its parameters but the token. */
 export const statementShape = (statement: StatementText, params: readonly unknown[]) =>
   `${digestOf(statement)} ${JSON.stringify(params.map((value) => (value === TOKEN_PLACEHOLDER ? null : value)))}`;
 
 /** Runs a compiled statement's text with the token's SHA-256 in its place among the parameters. */
 export async function runStatement(
   { run, runRaw }: StatementRunners,
-  { text, kept }: StatementText,
+  statement: StatementText,
   params: unknown[],
   tokenSha256: string,
   scope: StatementScope | undefined,
 ): Promise<CompiledAnswer | null> {
+  const { text, kept } = statement;
   const values = withToken(params, tokenSha256);
   const options: RunOptions = { prepare: kept, scope };
   if (runRaw) {
     const [raw] = await runRaw(text, values, options);
     if (!raw) return null;
+    keepAnswered(statement);
     const key = Object.fromEntries(LOOKUP_COLUMNS.map((name, index) => [name, decode(raw[index])]));
     return { viewer: viewerOf(key as never), data: raw[LOOKUP_COLUMNS.length] ?? null, mark: decode(raw[LOOKUP_COLUMNS.length + 1]) };
   }
   const [row] = await run(text, values, options);
   if (!row) return null;
+  keepAnswered(statement);
   return { viewer: viewerOfRow(row), data: (row.data as string | null) ?? null, mark: (row.mark as string | null) ?? null };
 }
 
