@@ -113,6 +113,10 @@ describe('the request pipeline', () => {
       { name: 'too costly, over GET', get: true, body: query('{ memoryStores(first: 100) { edges { node { memories(first: 100) { edges { node { content } } } } } } }') },
       { name: 'no credentials, over GET', get: true, token: null, body: query('{ memoryStores { totalCount } }') },
     ];
+    // The compiled reads' shapes have answered a key before, as a dashboard's have (a shape no
+    // key has answered, from a token new to the instance, looks its key up first, in a stage
+    // of its own: prepared-statement-texts.test.ts).
+    for (const exchange of exchanges.filter((each) => !each.name.startsWith('a body over'))) await client.send(JSON.parse(exchange.body));
     const seen = new Set<StageName>();
     for (const exchange of exchanges) {
       const yoga = await follow('yoga', exchange, client.token!);

@@ -17,8 +17,8 @@ const strangerToken = () => `msk_${[...randomBytes(40)].map((byte) => BASE62[byt
 const MEMORY_FIELDS = ['id', 'memoryStoreId', 'path', 'content', 'contentSizeBytes', 'contentSha256', 'metadata', 'createdAt', 'updatedAt', '__typename'];
 const isCompiled = (text: string) => / as data,$/m.test(text);
 
-describe('the statement texts a process prepares', () => {
-  it(`are not taken by ${MAX_PREPARED_STATEMENT_TEXTS + 20} requests of new shapes from tokens no key has: a key's shape asked after them is kept once it found its key`, async () => {
+describe('the compiled statements of a process', () => {
+  it(`leave their prepared places to keys: ${MAX_PREPARED_STATEMENT_TEXTS + 20} requests of new shapes from tokens no key has take none, and a key's shape asked after them is kept once it found its key`, async () => {
     const client = await server.newWorkspace();
     const memory = await createMemory(client, (await createStore(client)).id, { path: 'a.md', content: 'a' });
     for (let shape = 1; shape <= MAX_PREPARED_STATEMENT_TEXTS + 20; shape += 1) {
@@ -35,7 +35,29 @@ describe('the statement texts a process prepares', () => {
     expect(statementText(compiled!.sql).kept).toBe(true);
   });
 
-  it(`never keeps a text longer than ${MAX_PREPARED_STATEMENT_TEXT_LENGTH.toLocaleString('en')} characters, even one that found its key`, () => {
+  it('keep a statement no key has answered from the database until the key is known: a token no key has is refused after the key lookup alone; a token new to the instance looks its key up first, once; a token that found its key lately runs a new shape as one statement', async () => {
+    const client = await server.newWorkspace();
+    await createMemory(client, (await createStore(client)).id, { path: 'a/b.md', content: 'b' });
+    const ask = async (asker: ReturnType<typeof server.anonymous>, query: string) => {
+      const { statements, result } = await recordStatements(() => asker.send({ query }));
+      return { status: result.status, statements: statements.length, compiled: statements.filter((statement) => isCompiled(statement.sql)).length };
+    };
+    // Shapes no other test asks (each alias is a field of the statement).
+    const shape = '{ stores: memoryStores(first: 3) { edges { node { name memories(first: 2, orderBy: UPDATED_AT_DESC) { edges { node { path contentSizeBytes } } } } } } }';
+    const another = '{ shelves: memoryStores(first: 2) { edges { node { id entryCount } } } }';
+    const stranger = () => server.anonymous(strangerToken());
+    expect(await ask(stranger(), shape)).toEqual({ status: 401, statements: 1, compiled: 0 });
+    // The key has written already: its token is known.
+    expect(await ask(client, shape)).toEqual({ status: 200, statements: 1, compiled: 1 });
+    // A key whose token this instance has not seen yet, with a shape no key has answered.
+    const newcomer = await server.newWorkspace();
+    expect(await ask(newcomer, another)).toEqual({ status: 200, statements: 2, compiled: 1 });
+    expect(await ask(newcomer, another)).toEqual({ status: 200, statements: 1, compiled: 1 });
+    // Proven now: a stranger's request is the one read, which finds no key.
+    expect(await ask(stranger(), shape)).toEqual({ status: 401, statements: 1, compiled: 1 });
+  });
+
+  it(`never keep a text longer than ${MAX_PREPARED_STATEMENT_TEXT_LENGTH.toLocaleString('en')} characters, even one that found its key`, () => {
     const long = statementText(`select 1 -- ${'x'.repeat(MAX_PREPARED_STATEMENT_TEXT_LENGTH)}`);
     keepAnswered(long);
     expect([long.kept, statementText(long.text).kept]).toEqual([false, false]);

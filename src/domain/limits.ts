@@ -120,6 +120,12 @@ export const MAX_PREPARED_STATEMENT_TEXTS = 200;
  * statement keeps its text and plan on every connection, and the dashboard's is about 3,000.
  */
 export const MAX_PREPARED_STATEMENT_TEXT_LENGTH = 32_768;
+/**
+ * Tokens an instance remembers as having found their key lately (their SHA-256, about 100
+ * bytes each): a compiled read of a shape no key has answered yet runs for them without a
+ * key lookup first. Past this, the least recently seen is forgotten (and looked up again).
+ */
+export const MAX_KNOWN_TOKENS = 10_000;
 
 /**
  * The text one answer may carry, in UTF-8 bytes: every text field's value counts, `content`

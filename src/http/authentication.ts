@@ -69,3 +69,24 @@ export class Gate {
     return viewer;
   }
 }
+
+/** A set of the most recently added values, at most `limit` of them: the oldest goes first. */
+export class RecentSet {
+  private readonly values = new Set<string>();
+
+  constructor(private readonly limit: number) {}
+
+  has(value: string): boolean {
+    return this.values.has(value);
+  }
+
+  add(value: string): void {
+    this.values.delete(value);
+    this.values.add(value);
+    if (this.values.size > this.limit) this.values.delete(this.values.values().next().value!);
+  }
+
+  delete(value: string): void {
+    this.values.delete(value);
+  }
+}

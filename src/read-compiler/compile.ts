@@ -174,6 +174,10 @@ class CompiledStatement implements CompiledRead {
     return new CompiledStatement(this.runners, this.statement, params, this.allowed, this.marked);
   }
 
+  get proven(): boolean {
+    return this.statement.kept;
+  }
+
   get shape(): string {
     return (this.shapeText ??= statementShape(this.statement, this.params));
   }

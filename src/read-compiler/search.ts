@@ -170,6 +170,10 @@ export class CompiledSearch implements CompiledRead {
     return this.shapeText;
   }
 
+  get proven(): boolean {
+    return this.statement.kept;
+  }
+
   get bytes(): number {
     return SEARCH_READ_BYTES + parametersBytes(this.params, 128) + 4 * (this.plan.filter.query.length + (this.plan.filter.pathPrefix?.length ?? 0)) + (this.statement.kept ? 0 : 4 * this.statement.text.length);
   }

@@ -31,6 +31,8 @@ export interface CompiledRead {
   readonly shape: string;
   /** About the memory it holds, in bytes. */
   readonly bytes: number;
+  /** Whether its statement's text has found a key before (keepAnswered): a text that has not may be costly to plan, for a token no key has too. */
+  readonly proven: boolean;
 }
 
 /**
