@@ -76,6 +76,16 @@ async function follow(arm: Arm, exchange: Exchange, token: string) {
 }
 
 /**
+ * A compiled read of a shape no key has answered yet, for a token its app has not seen,
+ * looks the key up first (identify, then compiledRead: prepared-statement-texts.test.ts).
+ * Whether a shape has been answered depends on the test files run before in the same worker
+ * (where the kept texts may be full), so the two arms are compared without that lookup.
+ */
+function withoutLookupFirst<Followed extends { stages: StageName[] }>(followed: Followed): Followed {
+  return { ...followed, stages: followed.stages.filter((stage, index) => !(stage === 'identify' && followed.stages[index + 1] === 'compiledRead')) };
+}
+
+/**
  * A compiled read's one statement stands for two stages: it identifies the key, and answers
  * when it may — unless the key is unknown (an error follows) or may not read it all (the
  * resolvers execute).
@@ -113,16 +123,12 @@ describe('the request pipeline', () => {
       { name: 'too costly, over GET', get: true, body: query('{ memoryStores(first: 100) { edges { node { memories(first: 100) { edges { node { content } } } } } } }') },
       { name: 'no credentials, over GET', get: true, token: null, body: query('{ memoryStores { totalCount } }') },
     ];
-    // The compiled reads' shapes have answered a key before, as a dashboard's have (a shape no
-    // key has answered, from a token new to the instance, looks its key up first, in a stage
-    // of its own: prepared-statement-texts.test.ts).
-    for (const exchange of exchanges.filter((each) => !each.name.startsWith('a body over'))) await client.send(JSON.parse(exchange.body));
     const seen = new Set<StageName>();
     for (const exchange of exchanges) {
       const yoga = await follow('yoga', exchange, client.token!);
       const lean = await follow('lean', exchange, client.token!);
-      const compiled = await follow('compiled', exchange, client.token!);
-      const yogaCompiled = await follow('yogaCompiled', exchange, client.token!);
+      const compiled = withoutLookupFirst(await follow('compiled', exchange, client.token!));
+      const yogaCompiled = withoutLookupFirst(await follow('yogaCompiled', exchange, client.token!));
       for (const stage of [...yoga.stages, ...lean.stages, ...compiled.stages, ...yogaCompiled.stages]) seen.add(stage);
       expect(yogaCompiled.stages, `${exchange.name}: compiled reads through Yoga`).toEqual(compiled.stages);
       expect(lean.stages, `${exchange.name}: lean path`).toEqual(yoga.stages);

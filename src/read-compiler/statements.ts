@@ -59,6 +59,11 @@ export function statementText(text: string): StatementText {
   return statementTexts.get(text) ?? { text, kept: false };
 }
 
+/** How many texts are kept (MAX_PREPARED_STATEMENT_TEXTS at most). */
+export function keptStatementTexts(): number {
+  return statementTexts.size;
+}
+
 /** A statement of this text found the key it was run for: the text is kept (and prepared) from now on, while there is room. */
 export function keepAnswered(statement: StatementText): void {
   if (statement.kept) return;
