@@ -16,24 +16,33 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const strangerToken = () => `msk_${[...randomBytes(40)].map((byte) => BASE62[byte % 62]).join('')}`;
 const MEMORY_FIELDS = ['id', 'memoryStoreId', 'path', 'content', 'contentSizeBytes', 'contentSha256', 'metadata', 'createdAt', 'updatedAt', '__typename'];
 const isCompiled = (text: string) => / as data,$/m.test(text);
+/**
+ * Test files share a worker's process (vitest.config.ts), and with it the kept texts: a
+ * shape of this run alone is made by the order of its fields (an alias is not part of a
+ * statement's text, the order is), one of 10! orders.
+ */
+function fieldsInRandomOrder(): string {
+  const fields = [...MEMORY_FIELDS];
+  for (let index = fields.length - 1; index > 0; index -= 1) {
+    const other = randomBytes(1)[0]! % (index + 1);
+    [fields[index], fields[other]] = [fields[other]!, fields[index]!];
+  }
+  return fields.join(' ');
+}
 
 describe('the compiled statements of a process', () => {
-  it(`leave their prepared places to keys: ${MAX_PREPARED_STATEMENT_TEXTS + 20} requests of new shapes from tokens no key has take none, and a key's new shape asked after them is kept once it found its key, if there is room`, async () => {
+  it(`leave their prepared places to keys: ${MAX_PREPARED_STATEMENT_TEXTS + 20} requests of new shapes from tokens no key has take none, and a key's new shape asked after them is kept once it found its key, while there is room`, async () => {
     const client = await server.newWorkspace();
     const memory = await createMemory(client, (await createStore(client)).id, { path: 'a.md', content: 'a' });
-    // Test files share a worker's process (vitest.config.ts): shapes of this run alone (an alias is part of the text), and counts relative to what is kept already.
-    const run = randomBytes(4).toString('hex');
     const keptBefore = keptStatementTexts();
     for (let shape = 1; shape <= MAX_PREPARED_STATEMENT_TEXTS + 20; shape += 1) {
-      const fields = MEMORY_FIELDS.filter((_, bit) => (shape >> bit) & 1);
-      const { statements, result } = await recordStatements(() => server.anonymous(strangerToken()).send({ query: `{ m_${run}_${shape}: memory(id: "mem_00000000000000000000") { ${fields.join(' ')} } }` }));
+      const { result } = await recordStatements(() => server.anonymous(strangerToken()).send({ query: `{ memory(id: "mem_00000000000000000000") { ${fieldsInRandomOrder()} } }` }));
       expect(result.status).toBe(401);
-      for (const statement of statements.filter((each) => isCompiled(each.sql))) expect(statementText(statement.sql).kept).toBe(false);
     }
     expect(keptStatementTexts()).toBe(keptBefore);
-    const query = `query ($id: ID!) { m_${run}: memory(id: $id) { path content updatedAt } }`;
+    const query = `query ($id: ID!) { memory(id: $id) { ${fieldsInRandomOrder()} } }`;
     const { statements, result } = await recordStatements(() => client.send({ query, variables: { id: memory.id } }));
-    expect(result.data).toEqual({ [`m_${run}`]: { path: 'a.md', content: 'a', updatedAt: expect.any(String) } });
+    expect(result.data?.memory).toMatchObject({ path: 'a.md', content: 'a' });
     const compiled = statements.find((statement) => isCompiled(statement.sql));
     expect(compiled).toBeDefined();
     expect(statementText(compiled!.sql).kept).toBe(keptBefore < MAX_PREPARED_STATEMENT_TEXTS);
@@ -46,10 +55,9 @@ describe('the compiled statements of a process', () => {
       const { statements, result } = await recordStatements(() => asker.send({ query }));
       return { status: result.status, statements: statements.length, compiled: statements.filter((statement) => isCompiled(statement.sql)).length };
     };
-    // Shapes of this run alone (an alias is part of the statement's text).
-    const run = randomBytes(4).toString('hex');
-    const shape = `{ s_${run}: memoryStores(first: 3) { edges { node { name memories(first: 2, orderBy: UPDATED_AT_DESC) { edges { node { path contentSizeBytes } } } } } } }`;
-    const another = `{ t_${run}: memoryStores(first: 2) { edges { node { id entryCount } } } }`;
+    // Shapes of this run alone.
+    const shape = `{ memoryStores(first: 3) { edges { node { name memories(first: 2, orderBy: UPDATED_AT_DESC) { edges { node { ${fieldsInRandomOrder()} } } } } } } }`;
+    const another = `{ memoryStores(first: 2) { edges { node { memories(first: 2) { edges { node { ${fieldsInRandomOrder()} } } } } } } }`;
     const room = keptStatementTexts() < MAX_PREPARED_STATEMENT_TEXTS;
     const stranger = () => server.anonymous(strangerToken());
     expect(await ask(stranger(), shape)).toEqual({ status: 401, statements: 1, compiled: 0 });
