@@ -2,6 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { Database } from '../db/client.js';
 import type { StatementScope } from '../db/deadline.js';
 import { authenticate, hashToken, isWellFormedToken } from '../domain/api-keys.js';
+import { MAX_KNOWN_TOKENS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { rateLimited, type KeyRateLimiter, type RateLimitState } from './rate-limit.js';
 
@@ -69,6 +70,16 @@ export class Gate {
     return viewer;
   }
 }
+
+/**
+ * Tokens (their SHA-256) that found their key lately in this process, at most
+ * MAX_KNOWN_TOKENS, the least recently seen forgotten first: a compiled statement whose text
+ * no key has answered yet runs for them without a key lookup first (pipeline.ts). The
+ * statement still authenticates its key itself. Kept for the process, as the statement texts
+ * it prepares are (read-compiler/statements.ts).
+ */
+export const knownTokens = (): RecentSet => (known ??= new RecentSet(MAX_KNOWN_TOKENS));
+let known: RecentSet | undefined;
 
 /** A set of the most recently added values, at most `limit` of them: the oldest goes first. */
 export class RecentSet {

@@ -3,7 +3,6 @@ import type { Context, ContextFactory } from '../context.js';
 import type { Database, RunStatement, RunStatementRaw } from '../db/client.js';
 import { StatementScope } from '../db/deadline.js';
 import { SnapshotChoice, type ReadOutcome } from '../db/snapshot-choice.js';
-import { MAX_KNOWN_TOKENS } from '../domain/limits.js';
 import type { Viewer } from '../domain/viewer.js';
 import { createParseCache } from '../graphql/document-cache.js';
 import { maskError } from '../graphql/error-masking.js';
@@ -13,7 +12,7 @@ import type { CompiledAnswer, CompiledRead } from '../read-compiler/compile.js';
 import type { Logger } from '../logger.js';
 import { AnswerTags, namesTag } from './answer-tags.js';
 import { CompiledReadCache } from './compiled-read-cache.js';
-import { credentialsOf, Gate, RecentSet, unauthenticated, type Credentials } from './authentication.js';
+import { credentialsOf, Gate, knownTokens, unauthenticated, type Credentials } from './authentication.js';
 import type { KeyRateLimiter } from './rate-limit.js';
 import { readBodyText } from './request-body.js';
 import { PersistedDocuments } from './persisted-documents.js';
@@ -159,12 +158,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // as above), a REST route.
   const snapshots = new SnapshotChoice<object>();
 
-  /**
-   * Tokens that found their key lately (at most MAX_KNOWN_TOKENS, the oldest forgotten first):
-   * a compiled statement whose text no key has answered yet runs for them without a key
-   * lookup first (readOrIdentify). The statement still authenticates its key itself.
-   */
-  const knownTokens = new RecentSet(MAX_KNOWN_TOKENS);
+  const tokens = knownTokens();
 
   /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
   const runCompiled = async (request: Request, statement: (tokenSha256: string, scope: StatementScope | undefined) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
@@ -174,10 +168,10 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     const { tokenSha256 } = state.credentials;
     const answer = await statement(tokenSha256, state.scope);
     if (answer === null) {
-      knownTokens.delete(tokenSha256);
+      tokens.delete(tokenSha256);
       throw unauthenticated();
     }
-    knownTokens.add(tokenSha256);
+    tokens.add(tokenSha256);
     state.viewer = answer.viewer;
     return answer;
   };
@@ -255,7 +249,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       const state = states.of(request);
       if (!state.credentials) throw unauthenticated();
       state.viewer = await gate.viewer(state.credentials, state.scope);
-      knownTokens.add(state.credentials.tokenSha256);
+      tokens.add(state.credentials.tokenSha256);
       return state.viewer;
     },
     execute(request, viewer, operation, run) {
@@ -285,7 +279,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       // second: unless its token found its key lately, the key is looked up first, so that a
       // token no key has costs one small statement.
       const token = states.of(request).credentials?.tokenSha256;
-      if (!compiled.proven && (token === undefined || !knownTokens.has(token))) await this.identify(request);
+      if (!compiled.proven && (token === undefined || !tokens.has(token))) await this.identify(request);
       return runCompiled(request, (tokenSha256, scope) => compiled.read(tokenSha256, scope));
     },
     answerTag(request, compiled, answer, representation) {
