@@ -25,9 +25,8 @@ export class ByteBoundedCache<Value> {
     return entry.value;
   }
 
-  /** Keeps `value`; `alsoHeld`: what it keeps alive besides what sizeOf counts (a document's text, say). */
-  set(key: string, value: Value, alsoHeld = 0): void {
-    const bytes = this.sizeOf(key, value) + alsoHeld;
+  set(key: string, value: Value): void {
+    const bytes = this.sizeOf(key, value);
     this.delete(key);
     if (bytes > this.maxBytes) return;
     this.entries.set(key, { value, bytes });

@@ -71,16 +71,6 @@ export class Gate {
   }
 }
 
-/**
- * Tokens (their SHA-256) that found their key lately in this process, at most
- * MAX_KNOWN_TOKENS, the least recently seen forgotten first: a compiled statement whose text
- * no key has answered yet runs for them without a key lookup first (pipeline.ts). The
- * statement still authenticates its key itself. Kept for the process, as the statement texts
- * it prepares are (read-compiler/statements.ts).
- */
-export const knownTokens = (): RecentSet => (known ??= new RecentSet(MAX_KNOWN_TOKENS));
-let known: RecentSet | undefined;
-
 /** A set of the most recently added values, at most `limit` of them: the oldest goes first. */
 export class RecentSet {
   private readonly values = new Set<string>();
@@ -101,3 +91,12 @@ export class RecentSet {
     this.values.delete(value);
   }
 }
+
+/**
+ * Tokens (their SHA-256) that found their key lately in this process, at most
+ * MAX_KNOWN_TOKENS, the least recently seen forgotten first: a compiled statement whose text
+ * no key has answered yet runs for them without a key lookup first (pipeline.ts). The
+ * statement still authenticates its key itself. Kept for the process, as the statement texts
+ * it prepares are (read-compiler/statements.ts).
+ */
+export const knownTokens = new RecentSet(MAX_KNOWN_TOKENS);

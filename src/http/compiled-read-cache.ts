@@ -2,7 +2,7 @@ import type { DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode
 import type { RunStatement, RunStatementRaw } from '../db/client.js';
 import { kindOfId } from '../domain/ids.js';
 import { MAX_CACHED_VARIABLES_BYTES, MAX_COMPILED_READ_CACHE_BYTES, MAX_COMPILED_SEARCH_CACHE_BYTES } from '../domain/limits.js';
-import { ByteBoundedCache, documentTextBytes } from '../graphql/document-cache.js';
+import { ByteBoundedCache } from '../graphql/document-cache.js';
 import { estimateCost, type CostEstimate } from '../graphql/query-limits.js';
 import { compileRead, compileReadTemplate, idVariablesOf, type CompiledRead, type IdSlot, type ReadTemplate } from '../read-compiler/compile.js';
 import { searchesAtRoot } from '../read-compiler/search-plan.js';
@@ -18,7 +18,7 @@ import { searchesAtRoot } from '../read-compiler/search-plan.js';
  *   that holds an id of ours counts by its kind only, as an estimate does not depend on
  *   which id it is, so the reads of one shape share one estimate however many ids they ask
  *   for. Queries only: a mutation's variables (contents, above all) rarely come twice.
- * - A read is charged with its document's text as well: its names and literals are slices
+ * - A read counts its document's text among its bytes: its names and literals are slices
  *   of it (the parser's), so a read that keeps one keeps it all (300 reads of distinct
  *   240 KB documents kept 70 MiB beside a 16 MiB budget when only the read was counted).
  * - Searches (operations with `searchMemories` at their root), and their estimates, are
@@ -68,16 +68,13 @@ export class CompiledReadCache {
       const key = exactKeyOf(operation, variables);
       if (key === null) return compileRead(this.schema, document, operation, variables, run, this.runRaw);
       let read = this.searches.get(key);
-      if (read === undefined) this.searches.set(key, (read = compileRead(this.schema, document, operation, variables, run, this.runRaw)), read ? documentTextBytes(document) : 0);
+      if (read === undefined) this.searches.set(key, (read = compileRead(this.schema, document, operation, variables, run, this.runRaw)));
       return read;
     }
     const keyed = templateKeyOf(operation, variables);
     if (keyed === null) return compileRead(this.schema, document, operation, variables, run, this.runRaw);
     let template = this.reads.get(keyed.key);
-    if (template === undefined) {
-      template = compileReadTemplate(this.schema, document, operation, variables, keyed.slots, run, this.runRaw);
-      this.reads.set(keyed.key, template, template.bytes > 0 ? documentTextBytes(document) : 0);
-    }
+    if (template === undefined) this.reads.set(keyed.key, (template = compileReadTemplate(this.schema, document, operation, variables, keyed.slots, run, this.runRaw)));
     return template.readFor(variables);
   }
 

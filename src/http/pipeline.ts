@@ -158,8 +158,6 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // as above), a REST route.
   const snapshots = new SnapshotChoice<object>();
 
-  const tokens = knownTokens();
-
   /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
   const runCompiled = async (request: Request, statement: (tokenSha256: string, scope: StatementScope | undefined) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
     stage(request, 'compiledRead');
@@ -168,10 +166,10 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
     const { tokenSha256 } = state.credentials;
     const answer = await statement(tokenSha256, state.scope);
     if (answer === null) {
-      tokens.delete(tokenSha256);
+      knownTokens.delete(tokenSha256);
       throw unauthenticated();
     }
-    tokens.add(tokenSha256);
+    knownTokens.add(tokenSha256);
     state.viewer = answer.viewer;
     return answer;
   };
@@ -249,7 +247,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       const state = states.of(request);
       if (!state.credentials) throw unauthenticated();
       state.viewer = await gate.viewer(state.credentials, state.scope);
-      tokens.add(state.credentials.tokenSha256);
+      knownTokens.add(state.credentials.tokenSha256);
       return state.viewer;
     },
     execute(request, viewer, operation, run) {
@@ -279,7 +277,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       // second: unless its token found its key lately, the key is looked up first, so that a
       // token no key has costs one small statement.
       const token = states.of(request).credentials?.tokenSha256;
-      if (!compiled.proven && (token === undefined || !tokens.has(token))) await this.identify(request);
+      if (!compiled.proven && (token === undefined || !knownTokens.has(token))) await this.identify(request);
       return runCompiled(request, (tokenSha256, scope) => compiled.read(tokenSha256, scope));
     },
     answerTag(request, compiled, answer, representation) {

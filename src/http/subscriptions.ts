@@ -90,8 +90,9 @@ type ResultProcessor = Parameters<Parameters<NonNullable<Plugin['onResultProcess
  * which it does on its first read: a body cancelled, or its connection closed, before anything
  * was read (a host calling app.fetch, an adapter destroying the response early) threw inside
  * Yoga and left the stream open, counted against its key's limit for as long as the instance
- * ran; and once started, it learns of a cancel only when it next writes (its keep-alive, up to
- * STREAM_KEEP_ALIVE_MS later). Here the body is read through, and a cancel ends the stream at once.
+ * ran. Here the body is read through, and its cancel ends the stream itself, then tells Yoga's
+ * body (a Fetch API reader that cancels while a read is pending still reaches this only with
+ * the next chunk: the keep-alive at the latest).
  */
 export function endingOnCancel(process: ResultProcessor, stream: AsyncIterator<unknown>): ResultProcessor {
   return async (result, fetchAPI, mediaType) => {

@@ -4,6 +4,7 @@ import type { StatementScope } from '../db/deadline.js';
 import { kindsAllowedToTakeAll } from '../domain/access.js';
 import { newId, type IdKind } from '../domain/ids.js';
 import { MAX_RESPONSE_BYTES } from '../domain/limits.js';
+import { documentTextBytes } from '../graphql/document-cache.js';
 import type { ApiKeyKind } from '../domain/viewer.js';
 import { planRead, type ReadPlan } from './plan.js';
 import { CompiledSearch } from './search.js';
@@ -54,9 +55,11 @@ export function compileRead(
   // An answer that could pass the budget is built by the resolvers, which spend it as they go.
   if (!plan || plan.worstBytes > MAX_RESPONSE_BYTES) return null;
   const { allowed, marked } = keyKindsOf(plan);
-  if (plan.fields.some((field) => field.kind === 'search')) return CompiledSearch.of(runnersOf(run, runRaw), plan, allowed, marked);
+  // Its names and literals are slices of the document's text (the parser's), which it keeps alive.
+  const textBytes = documentTextBytes(document);
+  if (plan.fields.some((field) => field.kind === 'search')) return CompiledSearch.of(runnersOf(run, runRaw), plan, allowed, marked, textBytes);
   const { text, params } = statementOf(plan, allowed, marked).toQuery();
-  return new CompiledStatement(runnersOf(run, runRaw), statementText(text), params, allowed, marked);
+  return new CompiledStatement(runnersOf(run, runRaw), statementText(text), params, allowed, marked, textBytes);
 }
 
 /**
@@ -109,7 +112,7 @@ export function compileReadTemplate(
   const places = standIns.map((standIn) => compiled.placesOf(standIn));
   // Not a template after all: each request's read is compiled afresh, from the document it holds.
   if (places.some((place) => place === null)) {
-    return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: COMPILED_READ_BYTES };
+    return { readFor: (given) => compileRead(schema, document, operation, given, run, runRaw), bytes: COMPILED_READ_BYTES + documentTextBytes(document) };
   }
   return slottedTemplate(compiled, slots, places as number[][]);
 }
@@ -143,6 +146,8 @@ class CompiledStatement implements CompiledRead {
     private readonly params: unknown[],
     private readonly allowed: ApiKeyKind[],
     private readonly marked: ApiKeyKind[],
+    /** The text of the document it was compiled from, which it keeps alive (documentTextBytes). */
+    private readonly documentBytes: number,
   ) {}
 
   read(tokenSha256: string, scope?: StatementScope): Promise<CompiledAnswer | null> {
@@ -171,7 +176,7 @@ class CompiledStatement implements CompiledRead {
   withValuesAt(values: readonly { value: unknown; places: readonly number[] }[]): CompiledStatement {
     const params = this.params.slice();
     for (const { value, places } of values) for (const place of places) params[place] = value;
-    return new CompiledStatement(this.runners, this.statement, params, this.allowed, this.marked);
+    return new CompiledStatement(this.runners, this.statement, params, this.allowed, this.marked, this.documentBytes);
   }
 
   get proven(): boolean {
@@ -182,9 +187,9 @@ class CompiledStatement implements CompiledRead {
     return (this.shapeText ??= statementShape(this.statement, this.params));
   }
 
-  /** Itself, its parameters and shape; the text too, unless kept once for all. */
+  /** Itself, its parameters and shape, its document's text; the statement's text too, unless kept once for all. */
   get bytes(): number {
-    return COMPILED_READ_BYTES + parametersBytes(this.params, PARAMETER_BYTES) + (this.statement.kept ? 0 : 4 * this.statement.text.length);
+    return COMPILED_READ_BYTES + parametersBytes(this.params, PARAMETER_BYTES) + this.documentBytes + (this.statement.kept ? 0 : 4 * this.statement.text.length);
   }
 }
 

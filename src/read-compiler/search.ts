@@ -112,15 +112,17 @@ export class CompiledSearch implements CompiledRead {
     private readonly marked: ApiKeyKind[],
     private readonly root: RootFieldPlan[],
     private readonly plan: SearchPlan,
+    /** The text of the document it was compiled from, which its plan keeps alive (documentTextBytes). */
+    private readonly documentBytes: number,
   ) {}
 
   /** The compiled read of a plan whose root is one search (and names of the root type), or null for any other plan. */
-  static of(runners: StatementRunners, plan: ReadPlan, allowed: ApiKeyKind[], marked: ApiKeyKind[]): CompiledSearch | null {
+  static of(runners: StatementRunners, plan: ReadPlan, allowed: ApiKeyKind[], marked: ApiKeyKind[], documentBytes: number): CompiledSearch | null {
     const searches = plan.fields.filter((field) => field.kind === 'search');
     if (searches.length !== 1 || plan.fields.some((field) => field.kind !== 'search' && field.kind !== 'typename')) return null;
     const search = searches[0]!.search;
     const { text, params } = searchStatementOf(search, allowed, marked).toQuery();
-    return new CompiledSearch(runners, statementText(text), params, allowed, marked, plan.fields, search);
+    return new CompiledSearch(runners, statementText(text), params, allowed, marked, plan.fields, search, documentBytes);
   }
 
   /** A statement's rows, with the token's SHA-256 in its place. */
@@ -175,6 +177,6 @@ export class CompiledSearch implements CompiledRead {
   }
 
   get bytes(): number {
-    return SEARCH_READ_BYTES + parametersBytes(this.params, 128) + 4 * (this.plan.filter.query.length + (this.plan.filter.pathPrefix?.length ?? 0)) + (this.statement.kept ? 0 : 4 * this.statement.text.length);
+    return SEARCH_READ_BYTES + parametersBytes(this.params, 128) + 4 * (this.plan.filter.query.length + (this.plan.filter.pathPrefix?.length ?? 0)) + this.documentBytes + (this.statement.kept ? 0 : 4 * this.statement.text.length);
   }
 }

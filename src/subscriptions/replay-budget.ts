@@ -142,8 +142,6 @@ export class ReplayShare {
 
   /** The runs its consumer has not yet taken all of. */
   untaken(): Run[] {
-    // Nothing waits for the consumer: it has taken every event handed on, whatever a sink counted.
-    if (this.stream.buffered === 0) this.runs.length = 0;
     const { takes } = this.stream;
     while (this.runs.length > 0 && takes >= this.runs[0]!.end) this.runs.shift();
     return this.runs;

@@ -48,16 +48,14 @@ export async function loadMemoryContents(db: Database, viewer: Viewer, ids: read
 export function prefixUpperBound(prefix: string): string | null {
   // From the end: the last code point that has a successor takes it, and what follows it goes.
   for (let end = prefix.length; end > 0; ) {
-    const low = prefix.charCodeAt(end - 1);
-    const start = end >= 2 && low >= 0xdc00 && low <= 0xdfff && isHighSurrogate(prefix.charCodeAt(end - 2)) ? end - 2 : end - 1;
+    // The last code point begins one unit back, or two when those two are a surrogate pair.
+    const start = end >= 2 && prefix.codePointAt(end - 2)! > 0xffff ? end - 2 : end - 1;
     const last = prefix.codePointAt(start)!;
     if (last < 0x10ffff) return prefix.slice(0, start) + String.fromCodePoint(last + 1 === 0xd800 ? 0xe000 : last + 1);
     end = start;
   }
   return null;
 }
-
-const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
 
 /**
  * `pathPrefix` as a range of paths, the one rule every path to the data follows: every path
