@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { authenticate } from '../src/domain/api-keys.js';
 import { asc, desc, eq, sql } from 'drizzle-orm';
 import { memoryEvents } from '../src/db/schema.js';
-import { encodeEventCursor, listWorkspaceEvents, readWorkspaceChangeMark, readWorkspaceEventsAfter, type EventPosition } from '../src/domain/events.js';
+import { encodeEventCursor, listWorkspaceEvents, readReplayPage, readWorkspaceChangeMark, type EventPosition } from '../src/domain/events.js';
 import postgres from 'postgres';
 import { ANNOUNCEMENTS_APPLICATION_NAME, ReservedApplicationNameError } from '../src/db/announcements.js';
 import { createDb } from '../src/db/client.js';
@@ -39,7 +39,7 @@ describe.skipIf(postgresUrl === undefined)('two writes committing out of the ord
       const quick = { xid: BigInt(String(rows.at(-1)!.xid)), id: Number(rows.at(-1)!.id) };
       const beforeQuick = { xid: BigInt(String(rows.at(-2)!.xid)), id: Number(rows.at(-2)!.id) };
       const read = async (known: EventPosition | null) =>
-        (await readWorkspaceEventsAfter(server.db, client.workspaceId, null, { xid: 0n, id: 0 }, 100, known)).map((event) => event.kind);
+        (await readReplayPage(server.db, client.workspaceId, null, { xid: 0n, id: 0 }, 100, known)).events.map((event) => event.kind);
       // The horizon stops at A, which is running: B is not read, unless the position given is past it.
       expect(await read(null)).toEqual(['store_created', 'store_created']);
       expect(await read(beforeQuick)).toEqual(['store_created', 'store_created']);
@@ -47,7 +47,7 @@ describe.skipIf(postgresUrl === undefined)('two writes committing out of the ord
     } finally {
       await transactionA.commit();
     }
-    expect(await readWorkspaceEventsAfter(server.db, client.workspaceId, null, { xid: 0n, id: 0 }, 100)).toHaveLength(4);
+    expect((await readReplayPage(server.db, client.workspaceId, null, { xid: 0n, id: 0 }, 100)).events).toHaveLength(4);
   });
 
   it('are both delivered, once each, the held one first, and the later one only once the held one has committed', async () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ANNOUNCEMENTS_APPLICATION_NAME } from '../src/db/announcements.js';
-import { readWorkspaceChangeMark, recordEvent } from '../src/domain/events.js';
+import { deleteExpiredEvents, readReplayPage, readWorkspaceChangeMark, recordEvent } from '../src/domain/events.js';
 import { settledMark } from './support/ask-again.js';
 import { invariantViolations } from './support/invariants.js';
 import { openDatabaseAtLevel, type DatabaseAtLevel } from './support/migration-levels.js';
@@ -267,6 +267,41 @@ describe('upgrading from 0009_read_functions (before the horizon left announceme
       const [newest] = await database.query<{ id: number; xid: string }>('select id::int as id, xid::text as xid from memory_events order by xid desc, id desc limit 1');
       expect(await settledMark(database.db, 'upgrade')).toBe(`${newest!.xid}.${newest!.id}`);
       expect(newest!.id).not.toBe(before[0]!.id);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('upgrading from 0010_event_horizon_leaves_out_non_writers (before sweep marks)', () => {
+  it('keeps every event and change mark, and marks each workspace with events as swept to just before its oldest: its cursors replay, an earlier position is expired, and sweeps move the mark on', async () => {
+    const database = await openDatabaseAtLevel('0010_event_horizon_leaves_out_non_writers');
+    try {
+      const first = await withOneEvent(database);
+      await database.exec(`insert into memory_events (workspace_id, kind, memory_store_id, occurred_at) values ('upgrade', 'store_updated', '${ONE_EVENT_STORE}', '${at}')`);
+      await database.exec(`insert into workspaces values ('quiet', '${at}')`);
+      const before = await database.query<{ id: number; xid: string }>(EVENT_POSITIONS);
+      expect(before).toHaveLength(2);
+
+      await database.migrateToLatest();
+
+      await expectEventsKept(database, before);
+      const marks = 'select workspace_id, xid::text as xid, id::int as id from memory_event_sweeps order by workspace_id';
+      expect(await database.query(marks)).toEqual([{ workspace_id: 'upgrade', xid: first[0]!.xid, id: first[0]!.id - 1 }]);
+      const page = (after: { xid: string; id: number }) => readReplayPage(database.db, 'upgrade', null, { xid: BigInt(after.xid), id: after.id }, 10);
+      // From the oldest event's cursor, and from the next: the replay reads on.
+      expect(await page(before[0]!)).toMatchObject({ swept: false, events: [{ kind: 'store_updated' }] });
+      expect(await page(before[1]!)).toEqual({ swept: false, events: [] });
+      // From before the oldest: what was there may have been swept.
+      expect((await page({ xid: first[0]!.xid, id: first[0]!.id - 2 })).swept).toBe(true);
+
+      // A sweep after the upgrade deletes the older event and moves the mark to it.
+      expect(await deleteExpiredEvents(database.db, new Date(Date.parse(at) + 86_400_000), 100)).toBe(1);
+      expect(await database.query(marks)).toEqual([{ workspace_id: 'upgrade', xid: before[0]!.xid, id: before[0]!.id }]);
+      expect((await page(before[0]!)).swept).toBe(false);
+      // The marks go with their workspace.
+      await database.exec(`delete from workspaces where id = 'upgrade'`);
+      expect(await database.query(marks)).toEqual([]);
     } finally {
       await database.close();
     }

@@ -369,3 +369,18 @@ export const memoryEvents = pgTable(
     index('memory_events_occurred_idx').on(table.occurredAt),
   ],
 );
+
+/**
+ * How far the retention sweep has deleted each workspace's events: the latest position
+ * (`xid`, `id`) of an event it deleted. Written in the same statement as each deletion
+ * (domain/events.ts deleteExpiredEvents), so that a replay reading its page in one snapshot
+ * knows whether any event after its position is gone: it then ends with CURSOR_EXPIRED
+ * instead of passing over what was deleted. One row per workspace whose events were swept.
+ */
+export const memoryEventSweeps = pgTable('memory_event_sweeps', {
+  workspaceId: keyText('workspace_id')
+    .primaryKey()
+    .references(() => workspaces.id, { onDelete: 'cascade' }),
+  xid: transactionId('xid').notNull(),
+  id: bigint('id', { mode: 'number' }).notNull(),
+});

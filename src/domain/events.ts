@@ -219,55 +219,79 @@ export interface ReplayEventRecord extends MemoryEventRecord {
   contentBytes: number;
 }
 
+/** A page of a replay: its events, and whether the retention sweep had deleted any event of the workspace after the page's start (its events then have a gap). */
+export interface ReplayPage {
+  events: ReplayEventRecord[];
+  swept: boolean;
+}
+
 /**
  * A workspace's committed events after `after` (one store's, when given), for a stream that
- * replays. `known`: a position every event at or before which is committed for good (the
- * live reader's, which read them below an earlier horizon): those are read whatever the
- * horizon says now. The horizon may read lower for an instant than it did (a transaction of
- * another database that ends while it is computed, drizzle/0010); a replay that then missed
- * events the live reader had already handed on would leave a gap where it joins the live
- * events.
+ * replays, and whether the sweep has deleted any of the workspace's events after `after`
+ * (its mark, memory_event_sweeps, is past it), read in the same snapshot: a page that says
+ * nothing was swept holds every matching event after `after` up to its last. `known`: a
+ * position every event at or before which is committed for good (the live reader's, which
+ * read them below an earlier horizon): those are read whatever the horizon says now. The
+ * horizon may read lower for an instant than it did (a transaction of another database that
+ * ends while it is computed, drizzle/0010); a replay that then missed events the live reader
+ * had already handed on would leave a gap where it joins the live events.
  */
-export async function readWorkspaceEventsAfter(
+export async function readReplayPage(
   db: Database,
   workspaceId: string,
   memoryStoreId: string | null,
   after: EventPosition,
   limit: number,
   known: EventPosition | null = null,
-): Promise<ReplayEventRecord[]> {
+): Promise<ReplayPage> {
   const knownXid = known?.xid.toString() ?? null;
-  // The horizon is computed once (it looks at pg_stat_activity), and read twice.
+  const afterXid = after.xid.toString();
+  // The horizon is computed once (it looks at pg_stat_activity), and read twice. The page is
+  // joined to the one row of the sweep's answer, so that an empty page still carries it.
   const result = await db.execute(sql`with horizon as materialized (select ${EVENT_HORIZON} as at)
-    select ${EVENT_COLUMNS},
+    select flag.swept, page.* from (select exists (select 1 from memory_event_sweeps s
+        where s.workspace_id = ${workspaceId} and (s.xid, s.id) > (${afterXid}::xid8, ${after.id}::bigint)) as swept) flag
+    left join lateral (select ${EVENT_COLUMNS}, e.xid as order_xid,
       coalesce((select m.content_size_bytes from memories m where m.workspace_id = e.workspace_id and m.id = e.memory_id), 0)
         + coalesce((select v.content_size_bytes from memory_versions v where v.workspace_id = e.workspace_id and v.id = e.memory_version_id), 0) as content_bytes
-    from memory_events e
-    where e.workspace_id = ${workspaceId} and (${memoryStoreId}::text is null or e.memory_store_id = ${memoryStoreId}::text)
-      and (e.xid, e.id) > (${after.xid.toString()}::xid8, ${after.id}::bigint)
-      and e.xid <= greatest((select at from horizon), ${knownXid}::xid8)
-      and (e.xid < (select at from horizon) or (e.xid, e.id) <= (${knownXid}::xid8, ${known?.id ?? null}::bigint))
-    order by e.xid, e.id limit ${limit}`);
-  return rowsOf(result).map((row) => Object.assign(eventOf(row), { contentBytes: Number(row.content_bytes) }));
+      from memory_events e
+      where e.workspace_id = ${workspaceId} and (${memoryStoreId}::text is null or e.memory_store_id = ${memoryStoreId}::text)
+        and (e.xid, e.id) > (${afterXid}::xid8, ${after.id}::bigint)
+        and e.xid <= greatest((select at from horizon), ${knownXid}::xid8)
+        and (e.xid < (select at from horizon) or (e.xid, e.id) <= (${knownXid}::xid8, ${known?.id ?? null}::bigint))
+      order by e.xid, e.id limit ${limit}) page on true
+    order by page.order_xid, page.id`);
+  const rows = rowsOf(result);
+  return {
+    events: rows.filter((row) => row.id !== null).map((row) => Object.assign(eventOf(row), { contentBytes: Number(row.content_bytes) })),
+    swept: rows[0]?.swept === true,
+  };
 }
 
 /**
  * Deletes up to `limit` events older than `before`, but never a workspace's newest event (by
  * position): that one is the workspace's change mark, which must never go back to an older
- * value or to `empty` (a polled answer's tag would match again after a change). Resolves
- * with how many it deleted (the sweep repeats while it is `limit`).
+ * value or to `empty` (a polled answer's tag would match again after a change). In the same
+ * statement, each workspace's sweep mark (memory_event_sweeps) moves up to the latest position
+ * deleted, so that a replay past it knows (readReplayPage). Resolves with how many it deleted
+ * (the sweep repeats while it is `limit`).
  */
 export async function deleteExpiredEvents(db: Database, before: Date, limit: number): Promise<number> {
-  const result = await db.execute(sql`delete from memory_events where (workspace_id, id) in (
-    select e.workspace_id, e.id from memory_events e where e.occurred_at < ${before.toISOString()}::timestamptz
-      and exists (select 1 from memory_events newer where newer.workspace_id = e.workspace_id and (newer.xid, newer.id) > (e.xid, e.id))
-    limit ${limit}) returning 1`);
-  return rowsOf(result).length;
+  const result = await db.execute(sql`with deleted as (delete from memory_events where (workspace_id, id) in (
+      select e.workspace_id, e.id from memory_events e where e.occurred_at < ${before.toISOString()}::timestamptz
+        and exists (select 1 from memory_events newer where newer.workspace_id = e.workspace_id and (newer.xid, newer.id) > (e.xid, e.id))
+      limit ${limit}) returning workspace_id, xid, id),
+    marked as (insert into memory_event_sweeps as mark (workspace_id, xid, id)
+      select distinct on (workspace_id) workspace_id, xid, id from deleted order by workspace_id, xid desc, id desc
+      on conflict (workspace_id) do update set xid = excluded.xid, id = excluded.id
+        where (excluded.xid, excluded.id) > (mark.xid, mark.id))
+    select count(*)::int as deleted from deleted`);
+  return Number(rowsOf(result)[0]!.deleted);
 }
 
 /** The events of a workspace, in delivery order (tests compare streams with it). */
 export async function listWorkspaceEvents(db: Database, workspaceId: string): Promise<MemoryEventRecord[]> {
-  return readWorkspaceEventsAfter(db, workspaceId, null, { xid: 0n, id: 0 }, 1_000_000);
+  return (await readReplayPage(db, workspaceId, null, { xid: 0n, id: 0 }, 1_000_000)).events;
 }
 
 // ---------------------------------------------------------------------------------------

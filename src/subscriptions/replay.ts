@@ -1,5 +1,5 @@
 import type { Database } from '../db/client.js';
-import { loadEventSubjects, readWorkspaceEventsAfter, type EventPosition, type ReplayEventRecord } from '../domain/events.js';
+import { loadEventSubjects, readReplayPage, type EventPosition, type ReplayEventRecord } from '../domain/events.js';
 import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import type { Logger } from '../logger.js';
 import { PAYLOAD_OVERHEAD_BYTES, payloadOf, ReadingWatch, streamError, totalBytes, type EventStream, type MemoryEventPayload } from './event-stream.js';
@@ -32,8 +32,10 @@ const REPLAY_ATTEMPTS = 5;
  * slice it has loaded, whatever its events hold. Before it loads a slice, it waits for room in
  * the instance's budget (replay-budget.ts). A consumer that takes nothing for `stallMs`
  * is cut off (SLOW_CONSUMER). `known`: how far the live reader has read (the pages read every
- * event it handed on, whatever the horizon says then: readWorkspaceEventsAfter). A read that
- * fails is tried again (readWithRetries).
+ * event it handed on, whatever the horizon says then: readReplayPage). A read that
+ * fails is tried again (readWithRetries). A page that finds the retention sweep has deleted an
+ * event after the stream's position ends the stream with CURSOR_EXPIRED: it never passes over
+ * what was deleted.
  */
 export async function replayStream(stream: EventStream, reads: Database, limits: ReplayLimits, logger: Logger, known: () => EventPosition | null): Promise<void> {
   const sliceEvents = Math.max(1, Math.min(limits.batchSize, Math.floor(limits.bufferEvents / 2)));
@@ -45,8 +47,13 @@ export async function replayStream(stream: EventStream, reads: Database, limits:
     while (stream.isOpen) {
       if (!(await drained())) return;
       const dropped = stream.heldDropped;
-      const page = await readAgain(() => readWorkspaceEventsAfter(reads, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, sliceEvents, known()));
-      if (page === null) return;
+      const read = await readAgain(() => readReplayPage(reads, stream.viewer.workspaceId, stream.filter.memoryStoreId, stream.position, sliceEvents, known()));
+      if (read === null) return;
+      if (read.swept) {
+        stream.fail(streamError('CURSOR_EXPIRED', 'Events after this stream\'s position have passed the retention and were deleted: subscribe again without `after` to start from now.'));
+        return;
+      }
+      const page = read.events;
       const matching = page.filter((event) => stream.matches(event));
       for (let start = 0; start < matching.length; ) {
         if (start > 0 && !(await drained())) return;
