@@ -5,7 +5,9 @@ import type { PersistedDocuments } from './http/persisted-documents.js';
 import type { SharedLimits } from './http/shared-limits.js';
 import type { Tracing } from './http/tracing.js';
 import type { Logger } from './logger.js';
-import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY } from './domain/limits.js';
+import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY, WEBSOCKETS_PER_KEY_STREAM } from './domain/limits.js';
+import { keyNamedBy } from './http/authentication.js';
+import type { SocketAdmission } from './http/websocket.js';
 import { EventHub, type EventHubOptions } from './subscriptions/event-hub.js';
 import { LocalStreamSlots } from './subscriptions/stream-slots.js';
 
@@ -64,4 +66,29 @@ export function createEventHub(options: AppOptions, logger: Logger): EventHub {
     ...live,
     slots: live.slots ?? options.sharedLimits?.streamSlots ?? new LocalStreamSlots(config.maxSubscriptionsPerKey ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY),
   });
+}
+
+/** Who may hold the app's WebSockets: the key a socket names, looked up once, and twice the stream limit of sockets per key. */
+export function createSocketAdmission({ config, database }: AppOptions): SocketAdmission {
+  return {
+    keyOf: (authorization) => keyNamedBy(database.db, authorization),
+    maxSocketsPerKey: WEBSOCKETS_PER_KEY_STREAM * (config.maxSubscriptionsPerKey ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY),
+  };
+}
+
+/** What the WebSocket transport and shutdown need of an app besides Yoga's interface. */
+const appParts = new WeakMap<object, { hub: EventHub; sockets: SocketAdmission }>();
+
+export function keepAppParts(app: object, parts: { hub: EventHub; sockets: SocketAdmission }): void {
+  appParts.set(app, parts);
+}
+
+/** The live-update hub of an app: src/server.ts attaches the WebSocket transport to it and closes it on shutdown. */
+export function eventHubOf(app: object): EventHub {
+  return appParts.get(app)!.hub;
+}
+
+/** Who may hold the app's WebSockets (http/websocket.ts): a socket's key, and how many one key may hold. */
+export function socketAdmissionOf(app: object): SocketAdmission {
+  return appParts.get(app)!.sockets;
 }

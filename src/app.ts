@@ -1,5 +1,5 @@
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { createEventHub, type AppOptions } from './app-options.js';
+import { createEventHub, createSocketAdmission, keepAppParts, type AppOptions } from './app-options.js';
 import { createContextFactory, type Context } from './context.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_BODY_BYTES } from './domain/limits.js';
 import { maskError } from './graphql/error-masking.js';
@@ -19,16 +19,9 @@ import { yogaLogging } from './http/request-log.js';
 import { yogaContext, yogaStages } from './http/yoga-stages.js';
 import { useSubscriptionStages } from './http/subscriptions.js';
 import { silentLogger } from './logger.js';
-import type { EventHub } from './subscriptions/event-hub.js';
 
 export type { AppOptions } from './app-options.js';
-
-const eventHubs = new WeakMap<object, EventHub>();
-
-/** The live-update hub of an app: src/server.ts attaches the WebSocket transport to it and closes it on shutdown. */
-export function eventHubOf(app: App): EventHub {
-  return eventHubs.get(app)!;
-}
+export { eventHubOf, socketAdmissionOf } from './app-options.js';
 
 export type App = YogaServerInstance<Record<string, never>, Context>;
 
@@ -93,7 +86,7 @@ export function createApp(options: AppOptions): App {
     // Resolvers get their context from the pipeline's `execute`, once the key is identified.
     context: yogaContext(pipeline) as never,
   });
-  eventHubs.set(app, hub);
+  keepAppParts(app, { hub, sockets: createSocketAdmission(options) });
   attachNativeFront(app, pipeline, options.leanPath !== false);
   return app;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
-import { createApp, eventHubOf, type AppOptions } from './app.js';
+import { createApp, eventHubOf, socketAdmissionOf, type AppOptions } from './app.js';
 import { requestListenerOf } from './http/native-front.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/client.js';
@@ -103,7 +103,7 @@ export async function main(app: Pick<AppOptions, 'leanPath'> = {}): Promise<void
   const yoga = createApp({ config, database, logger, developmentKey, persistedDocuments, tracing, sharedLimits, ...app });
   const server = createServer(requestListenerOf(yoga));
   // graphql-ws on the same port and path (/graphql).
-  const webSocket = attachWebSocket(server, yoga, logger);
+  const webSocket = attachWebSocket(server, yoga, socketAdmissionOf(yoga), logger);
   // Slow senders (slowloris) hold a socket only so long.
   server.headersTimeout = HTTP_HEADERS_TIMEOUT_MS;
   server.requestTimeout = HTTP_RECEIVE_TIMEOUT_MS;

@@ -216,6 +216,18 @@ export const REPLAY_SWEEP_BATCH = 100;
 
 /** Open streams per API key (MEMSTORE_MAX_SUBSCRIPTIONS_PER_KEY); one more is refused with RATE_LIMITED. */
 export const DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY = 50;
+/**
+ * WebSockets a key may hold open on one instance, per stream it may open: a client needs one
+ * socket for all its streams, so twice its stream limit leaves room for reconnects while old
+ * sockets close. One more is closed at once (code 4429).
+ */
+export const WEBSOCKETS_PER_KEY_STREAM = 2;
+/**
+ * How long a WebSocket whose `connection_init` names no key (missing, unknown or revoked) is
+ * held after it is acknowledged: its operations are refused with UNAUTHENTICATED meanwhile,
+ * then it is closed (code 4401).
+ */
+export const KEYLESS_WEBSOCKET_MS = 2_000;
 /** How long events are kept (MEMSTORE_EVENT_RETENTION_DAYS); an older cursor is CURSOR_EXPIRED. */
 export const DEFAULT_EVENT_RETENTION_DAYS = 7;
 /**

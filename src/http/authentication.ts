@@ -100,3 +100,17 @@ export class RecentSet {
  * it prepares are (read-compiler/statements.ts).
  */
 export const knownTokens = new RecentSet(MAX_KNOWN_TOKENS);
+
+/**
+ * The key an `Authorization` value names, as its token's SHA-256, looked up now (a revoked
+ * key names none, whenever it was last seen): null for a missing, malformed, unknown or
+ * revoked one. Rejects when the lookup fails (the database unreachable).
+ */
+export async function keyNamedBy(db: Database, authorization: unknown): Promise<string | null> {
+  if (typeof authorization !== 'string') return null;
+  const token = bearerToken(authorization);
+  if (token === undefined || !isWellFormedToken(token) || !(await authenticate(db, token))) return null;
+  const tokenSha256 = hashToken(token);
+  knownTokens.add(tokenSha256);
+  return tokenSha256;
+}

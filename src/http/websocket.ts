@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
-import { MAX_REQUEST_BODY_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
+import { KEYLESS_WEBSOCKET_MS, MAX_REQUEST_BODY_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
 import { webSocketOutlet } from './outlets.js';
@@ -17,6 +17,12 @@ import { webSocketOutlet } from './outlets.js';
  * policy and masking as over HTTP; a stream's events are then written to the socket directly
  * (direct-delivery.ts). A socket is pinged every STREAM_KEEP_ALIVE_MS; a consumer that stops
  * reading (more than STREAM_BUFFER_BYTES unsent) has its streams cut off.
+ *
+ * What a socket may hold is bounded by its key (SocketAdmission), looked up once at
+ * `connection_init`: a socket naming no key is acknowledged as before, so that its operations
+ * get their UNAUTHENTICATED answer, and closed KEYLESS_WEBSOCKET_MS later (4401); a key holds
+ * at most `maxSocketsPerKey` sockets on the instance, one more is closed at once (4429); when
+ * the key cannot be looked up, the socket is closed at once (1013, try again later).
  */
 
 interface Enveloped {
@@ -30,6 +36,18 @@ interface Enveloped {
   };
 }
 
+/** Which key a socket's `connection_init` names, and how many sockets one key may hold. */
+export interface SocketAdmission {
+  /** The key an Authorization value names (any stable id of it), null when none: missing, malformed, unknown or revoked; rejects when that cannot be told. */
+  keyOf(authorization: unknown): Promise<string | null>;
+  maxSocketsPerKey: number;
+}
+
+/** graphql-ws's close codes for a socket without a key and for one too many (both end a client's retries), and WebSocket's "try again later". */
+const CLOSE_UNAUTHORIZED = 4401;
+const CLOSE_TOO_MANY = 4429;
+const CLOSE_TRY_AGAIN_LATER = 1013;
+
 export interface WebSocketTransport {
   /** Closes every socket (shutdown) and stops accepting new ones. */
   close(): Promise<void>;
@@ -37,8 +55,9 @@ export interface WebSocketTransport {
 
 const ORIGIN = 'http://memstore.invalid';
 
-export function attachWebSocket(server: Server, app: Enveloped, logger: Logger): WebSocketTransport {
+export function attachWebSocket(server: Server, app: Enveloped, admission: SocketAdmission, logger: Logger): WebSocketTransport {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES });
+  const socketsPerKey = new Map<string, number>();
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = new URL(request.url ?? '/', ORIGIN).pathname;
     if (path !== '/graphql') {
@@ -55,10 +74,55 @@ export function attachWebSocket(server: Server, app: Enveloped, logger: Logger):
     ws.on('close', () => clearInterval(ping));
   });
 
+  /**
+   * An operation's answer, or what it threw (a key no key has, found when the operation is
+   * identified) as an answer with that error, masked: graphql-ws would close the whole socket
+   * with 4500 for a thrown error.
+   */
+  const answering = async (run: () => unknown): Promise<never> => {
+    try {
+      return (await run()) as never;
+    } catch (error) {
+      if (!(error instanceof GraphQLError)) logger.error('websocket: an operation failed', { error });
+      return { errors: [maskError(error)] } as never;
+    }
+  };
+
   const disposable = useServer(
     {
-      execute: (args) => (args.rootValue as { execute: (args: ExecutionArgs) => never }).execute(args),
-      subscribe: (args) => (args.rootValue as { subscribe: (args: ExecutionArgs) => never }).subscribe(args),
+      onConnect: async (context) => {
+        const ws = context.extra.socket as WebSocket;
+        let key: string | null;
+        try {
+          key = await admission.keyOf(context.connectionParams?.authorization);
+        } catch (error) {
+          logger.warn('websocket: the key of a connection could not be looked up', { error });
+          ws.close(CLOSE_TRY_AGAIN_LATER, 'The key cannot be checked right now: try again later.');
+          return false;
+        }
+        // Gone while its key was looked up: its close has passed, nothing is held for it.
+        if (ws.readyState !== WebSocket.OPEN) return false;
+        if (key === null) {
+          const closing = setTimeout(() => ws.close(CLOSE_UNAUTHORIZED, 'Unauthorized: no API key, or one unknown or revoked.'), KEYLESS_WEBSOCKET_MS);
+          closing.unref();
+          ws.once('close', () => clearTimeout(closing));
+          return true;
+        }
+        const held = socketsPerKey.get(key) ?? 0;
+        if (held >= admission.maxSocketsPerKey) {
+          ws.close(CLOSE_TOO_MANY, `This API key holds ${admission.maxSocketsPerKey} open sockets, the most it may: close one first.`);
+          return false;
+        }
+        socketsPerKey.set(key, held + 1);
+        ws.once('close', () => {
+          const left = socketsPerKey.get(key)! - 1;
+          if (left === 0) socketsPerKey.delete(key);
+          else socketsPerKey.set(key, left);
+        });
+        return true;
+      },
+      execute: (args) => answering(() => (args.rootValue as { execute: (args: ExecutionArgs) => never }).execute(args)),
+      subscribe: (args) => answering(() => (args.rootValue as { subscribe: (args: ExecutionArgs) => never }).subscribe(args)),
       onSubscribe: async (context, id, payload) => {
         const authorization = context.connectionParams?.authorization;
         const headers = new Headers({ 'content-type': 'application/json' });

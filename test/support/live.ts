@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import type { App } from '../../src/app.js';
+import { socketAdmissionOf, type App } from '../../src/app.js';
 import { createDb, type Database, type DatabaseHandle } from '../../src/db/client.js';
 import { comparePositions } from '../../src/domain/events.js';
 import { insertMemoryLocked, lockActiveStore } from '../../src/domain/memories/locked-writes.js';
@@ -172,7 +172,7 @@ export interface Listening {
 /** The app on a real port with the WebSocket transport attached, as src/server.ts runs it. */
 export async function listenWithWebSocket(app: App): Promise<Listening> {
   const server = createServer(app);
-  const webSocket = attachWebSocket(server, app, silentLogger);
+  const webSocket = attachWebSocket(server, app, socketAdmissionOf(app), silentLogger);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
