@@ -92,6 +92,8 @@ describe('a polled answer', () => {
     const first = await poll(client);
     expect(first.status).toBe(200);
     expect(first.tag).toMatch(/^W\/"[A-Za-z0-9_-]{43}"$/);
+    // It differs by key and by representation: caches keep them apart.
+    expect(first.headers.get('vary')).toBe('Authorization, Accept');
     // The same answer again: the same tag.
     expect((await poll(client)).tag).toBe(first.tag);
 
@@ -105,6 +107,7 @@ describe('a polled answer', () => {
     expect(unchanged.status).toBe(304);
     expect(unchanged.body).toBe('');
     expect(unchanged.tag).toBe(first.tag);
+    expect(unchanged.headers.get('vary')).toBe('Authorization, Accept');
     expect(unchanged.headers.get('ratelimit-limit')).toBe(first.headers.get('ratelimit-limit'));
     expect(unchanged.headers.get('x-request-id')).not.toBeNull();
     expect(statements).toHaveLength(1);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
+import { askAgain } from './support/ask-again.js';
 import { useTestServer } from './support/server.js';
 
 /**
@@ -121,6 +122,20 @@ describe('MEMSTORE_CORS_ORIGINS', () => {
     const exposed = response.headers.get('access-control-expose-headers')!.split(', ');
     expect(exposed).toEqual(expect.arrayContaining(['x-request-id', 'ratelimit-remaining', 'retry-after']));
     expect(((await response.json()) as { data: unknown }).data).toEqual({ memoryStores: { totalCount: 0 } });
+  });
+
+  it('varies a tagged answer and its 304 by Origin, and still by Authorization and Accept', async () => {
+    const client = await server.newWorkspace();
+    const app = corsApp([DASHBOARD]);
+    // The tag is withheld for an instant while the workspace's change mark is unsettled.
+    const tagged = await askAgain(() => query(app, DASHBOARD, client.token!), (response) => response.headers.get('etag') === null);
+    expect([tagged.status, tagged.headers.get('vary')]).toEqual([200, 'Origin, Authorization, Accept']);
+    const unchanged = await app.fetch('http://localhost:4000/graphql', {
+      method: 'POST',
+      headers: { origin: DASHBOARD, 'content-type': 'application/json', authorization: `Bearer ${client.token}`, 'if-none-match': tagged.headers.get('etag')! },
+      body: JSON.stringify({ query: '{ memoryStores { totalCount } }' }),
+    });
+    expect([unchanged.status, unchanged.headers.get('vary'), unchanged.headers.get('access-control-allow-origin')]).toEqual([304, 'Origin, Authorization, Accept', DASHBOARD]);
   });
 
   it('gives an origin not on the list no CORS header at all', async () => {

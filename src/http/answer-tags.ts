@@ -43,3 +43,21 @@ export function namesTag(ifNoneMatch: string, tag: string): boolean {
 }
 
 const ENTITY_TAG = /(?:W\/)?("[^"]*")/g;
+
+/**
+ * What an answer with a tag varies by, besides its URL and body: the key (Authorization) and
+ * the representation (Accept). Sent with the tagged answer and with its 304 (RFC 9110 §15.4.5).
+ */
+export const TAGGED_ANSWER_VARY = 'Authorization, Accept';
+
+/**
+ * Adds TAGGED_ANSWER_VARY to the `Vary` of a response that carries an answer's tag (a weak
+ * one: the schema file's tag is strong, and varies by nothing), after what another stage set
+ * there (CORS's `Origin`, which it sets rather than adds to).
+ */
+export function keepTaggedAnswerVary(headers: Headers): void {
+  if (!headers.get('etag')?.startsWith('W/')) return;
+  const vary = headers.get('vary');
+  if (vary === null) headers.set('vary', TAGGED_ANSWER_VARY);
+  else if (!/\bauthorization\b/i.test(vary)) headers.set('vary', `${vary}, ${TAGGED_ANSWER_VARY}`);
+}

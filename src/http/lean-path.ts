@@ -2,6 +2,7 @@ import { normalizedExecutor } from '@graphql-tools/executor';
 import type { DocumentNode, ExecutionResult, GraphQLError, OperationDefinitionNode } from 'graphql';
 import { processRegularResult, type Plugin } from 'graphql-yoga';
 import { selectOperation } from '../graphql/query-cost.js';
+import { TAGGED_ANSWER_VARY } from './answer-tags.js';
 import type { RequestPipeline } from './pipeline.js';
 import { isPageRequest } from './cors.js';
 import { isJsonRequest } from './request-body.js';
@@ -120,7 +121,7 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
   };
 
   /** `304 Not Modified` for the request that named `tag`: no body. */
-  const notModified = (tag: string, fetchAPI: { Response: typeof Response }) => new fetchAPI.Response(null, { status: 304, headers: { ETag: tag } });
+  const notModified = (tag: string, fetchAPI: { Response: typeof Response }) => new fetchAPI.Response(null, { status: 304, headers: { ETag: tag, Vary: TAGGED_ANSWER_VARY } });
 
   /** Runs a plain operation of a valid document and answers it: a compiled read, a 304, or the resolvers' result. */
   const run = async (request: Request, operation: PlainOperation, document: DocumentNode, selected: OperationDefinitionNode, mediaType: ResultMediaType, fetchAPI: FetchAPI, endResponse: Respond) => {
@@ -168,6 +169,7 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
             return;
           }
           headers.ETag = tag;
+          headers.Vary = TAGGED_ANSWER_VARY;
         }
         endResponse(new fetchAPI.Response(body, { status: 200, headers }));
         return;

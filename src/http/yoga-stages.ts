@@ -1,6 +1,7 @@
 import type { ExecutionArgs, ExecutionResult, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { selectOperation } from '../graphql/query-cost.js';
+import { keepTaggedAnswerVary } from './answer-tags.js';
 import { parseCompiledData, withExtensions, type RequestPipeline } from './pipeline.js';
 import { useRequestBodyLimit } from './request-body.js';
 import { endingOnCancel, isAsyncIterable, mapStream } from './subscriptions.js';
@@ -54,6 +55,8 @@ export function yogaStages(pipeline: RequestPipeline, paths: { routes: Plugin[];
       setResult((Array.isArray(result) ? settled : settled[0]) as never);
     },
     onResponse({ request, response }) {
+      // Runs after Yoga's CORS stage, which sets Vary to Origin over the tagged answer's.
+      keepTaggedAnswerVary(response.headers);
       pipeline.depart(request, response);
     },
   };
