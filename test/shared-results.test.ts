@@ -55,6 +55,14 @@ describe('shared event results', () => {
     expect(new Set([base, ...variants]).size).toBe(variants.length + 1);
   });
 
+  it('are held by each stream as a digest of a few dozen characters, however long its document and variables', () => {
+    const long = parse(`subscription { memoryEvents { ${Array.from({ length: 20_000 }, (_, index) => `a${index}: kind`).join(' ')} } }`);
+    const shape = sharedShapeKey(admin, long, null, { text: 'x'.repeat(500_000) });
+    expect(shape.length).toBeLessThan(64);
+    // Still the same for the same operation, parsed again.
+    expect(sharedShapeKey(admin, parse(long.loc!.source.body), null, { text: 'x'.repeat(500_000) })).toBe(shape);
+  });
+
   it('are not shared when they hold errors or the execution throws: each stream then executes on its own', async () => {
     const shared = new SharedEventResults();
     const shape = sharedShapeKey(admin, document, null, {});
