@@ -8,10 +8,12 @@ import { useTestServer } from './support/server.js';
 
 /**
  * What a WebSocket may hold is bounded by the key its `connection_init` names: a socket that
- * names none is closed soon after its operations are refused, and a key holds at most
- * WEBSOCKETS_PER_KEY_STREAM × its stream limit sockets on an instance.
+ * names none is closed soon after its operations are refused, a key revoked later closes its
+ * sockets as it ends its streams, and a key holds at most WEBSOCKETS_PER_KEY_STREAM × its
+ * stream limit sockets on an instance.
  */
-const server = useTestServer();
+const KEY_CHECK_INTERVAL_MS = 500;
+const server = useTestServer({ live: { keyCheckIntervalMs: KEY_CHECK_INTERVAL_MS } });
 const listening = useListening(() => server.app);
 const MAX_SOCKETS = WEBSOCKETS_PER_KEY_STREAM * DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY;
 
@@ -24,8 +26,8 @@ interface RawSocket {
   acknowledged: Promise<boolean>;
 }
 
-/** A graphql-ws connection by hand: `connection_init` with `payload`. */
-async function connect(payload: Record<string, unknown> | undefined): Promise<RawSocket> {
+/** A graphql-ws connection by hand, open, before its `connection_init`. */
+async function openSocket(): Promise<RawSocket> {
   const ws = new WebSocket(listening().wsUrl, 'graphql-transport-ws');
   const messages: RawSocket['messages'] = [];
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
@@ -38,8 +40,14 @@ async function connect(payload: Record<string, unknown> | undefined): Promise<Ra
     void closed.then(() => resolve(false));
   });
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  ws.send(JSON.stringify({ type: 'connection_init', ...(payload ? { payload } : {}) }));
   return { ws, messages, closed, acknowledged };
+}
+
+/** A graphql-ws connection by hand: `connection_init` with `payload`. */
+async function connect(payload: Record<string, unknown> | undefined): Promise<RawSocket> {
+  const socket = await openSocket();
+  socket.ws.send(JSON.stringify({ type: 'connection_init', ...(payload ? { payload } : {}) }));
+  return socket;
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -67,6 +75,41 @@ describe('a WebSocket whose connection_init names no key', () => {
         expect(JSON.stringify(refused?.payload), JSON.stringify(payload)).toMatch(/"code":"UNAUTHENTICATED"/);
       }),
     );
+  });
+});
+
+describe('a WebSocket whose key is revoked after it connected', () => {
+  it('is closed with 4401 at the next check of keys, as the key\'s streams end; another key\'s socket stays', async () => {
+    const client = await server.newWorkspace();
+    const created = await run(client, `mutation { createApiKey(input: { name: "later revoked", kind: ADMIN }) { ... on CreateApiKeySuccess { apiKey { id } token } } }`);
+    const doomed = await connect(bearer(created.createApiKey.token));
+    const kept = await connect(bearer(client.token!));
+    expect([await doomed.acknowledged, await kept.acknowledged]).toEqual([true, true]);
+    await run(client, `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { __typename } }`, { id: created.createApiKey.apiKey.id });
+    expect((await within(doomed.closed, KEY_CHECK_INTERVAL_MS * 2 + 2_000)).code).toBe(4401);
+    await new Promise((resolve) => setTimeout(resolve, KEY_CHECK_INTERVAL_MS * 2));
+    expect(kept.ws.readyState).toBe(WebSocket.OPEN);
+    kept.ws.close();
+  });
+});
+
+describe('an answer over WebSocket', () => {
+  it('carries the error extensions an HTTP answer carries, without the HTTP status and headers', async () => {
+    const token = generateToken();
+    const query = '{ memoryStores(first: 1) { totalCount } }';
+    const overHttp = await server.anonymous(token).send({ query });
+    expect(overHttp.errors?.[0]?.extensions).toEqual({ code: 'UNAUTHENTICATED' });
+    for (const payload of [bearer(token), undefined]) {
+      const socket = await connect(payload);
+      expect(await socket.acknowledged).toBe(true);
+      socket.ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query } }));
+      await within(new Promise<void>((resolve) => socket.ws.on('message', (raw) => ['error', 'complete'].includes(JSON.parse(raw.toString()).type) && resolve())), 5_000);
+      const answer = socket.messages.find((message) => message.id === '1')!;
+      // A key looked up: the operation's answer; no key: an error message before it runs.
+      const errors = answer.type === 'next' ? answer.payload.errors : answer.payload;
+      expect(errors.map((error: { extensions?: unknown }) => error.extensions), JSON.stringify(payload)).toEqual([{ code: 'UNAUTHENTICATED' }]);
+      socket.ws.close();
+    }
   });
 });
 
@@ -129,6 +172,51 @@ describe('a key\'s WebSockets', () => {
     expect((await Promise.all(held.map((socket) => socket.acknowledged))).every(Boolean)).toBe(true);
     for (const socket of held) socket.ws.close();
   }, 30_000);
+
+  it('hold nothing for sockets that sent connection_init twice (during the lookup, after the ack), closed during the lookup, or were terminated after the ack', async () => {
+    const client = await server.newWorkspace();
+    const admission = socketAdmissionOf(server.app);
+    const keyOf = admission.keyOf;
+    admission.keyOf = async (authorization) => {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return keyOf(authorization);
+    };
+    try {
+      const churn: Promise<unknown>[] = [];
+      for (let index = 0; index < MAX_SOCKETS + 20; index += 1) {
+        const socket = await openSocket();
+        const init = JSON.stringify({ type: 'connection_init', payload: bearer(client.token!) });
+        socket.ws.send(init);
+        switch (index % 4) {
+          case 0: // twice, while the first is looked up
+            socket.ws.send(init);
+            break;
+          case 1: // twice, after the ack
+            await socket.acknowledged;
+            socket.ws.send(init);
+            break;
+          case 2: // closed by the client while looked up
+            socket.ws.close();
+            break;
+          case 3: // terminated after the ack
+            await socket.acknowledged;
+            socket.ws.terminate();
+            break;
+        }
+        churn.push(socket.closed);
+      }
+      await Promise.all(churn);
+    } finally {
+      admission.keyOf = keyOf;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const held = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => connect(bearer(client.token!))));
+    expect((await Promise.all(held.map((socket) => socket.acknowledged))).filter(Boolean).length).toBe(MAX_SOCKETS);
+    const extra = await connect(bearer(client.token!));
+    expect(await extra.acknowledged).toBe(false);
+    expect((await extra.closed).code).toBe(4429);
+    for (const socket of held) socket.ws.close();
+  }, 60_000);
 
   it('are closed with 1013 (try again later), unacknowledged, when the key cannot be looked up', async () => {
     const client = await server.newWorkspace();

@@ -62,6 +62,11 @@ export function comparePositions(left: EventPosition, right: EventPosition): num
   return left.id - right.id;
 }
 
+/** The position right before an event's: a stream there has everything before that event, and not the event. */
+export function positionBefore(position: EventPosition): EventPosition {
+  return { xid: position.xid, id: position.id - 1 };
+}
+
 /** Inserts the event of a change, in the change's transaction (the caller awaits it with the change's other statements). */
 export function recordEvent(tx: Database, event: NewMemoryEvent) {
   return tx.insert(memoryEvents).values({

@@ -102,15 +102,15 @@ export class RecentSet {
 export const knownTokens = new RecentSet(MAX_KNOWN_TOKENS);
 
 /**
- * The key an `Authorization` value names, as its token's SHA-256, looked up now (a revoked
- * key names none, whenever it was last seen): null for a missing, malformed, unknown or
- * revoked one. Rejects when the lookup fails (the database unreachable).
+ * The key an `Authorization` value names, looked up now (a revoked key names none, whenever
+ * it was last seen): null for a missing, malformed, unknown or revoked one. Rejects when the
+ * lookup fails (the database unreachable).
  */
-export async function keyNamedBy(db: Database, authorization: unknown): Promise<string | null> {
+export async function keyNamedBy(db: Database, authorization: unknown): Promise<{ workspaceId: string; apiKeyId: string } | null> {
   if (typeof authorization !== 'string') return null;
   const token = bearerToken(authorization);
-  if (token === undefined || !isWellFormedToken(token) || !(await authenticate(db, token))) return null;
-  const tokenSha256 = hashToken(token);
-  knownTokens.add(tokenSha256);
-  return tokenSha256;
+  const viewer = token === undefined ? null : await authenticate(db, token);
+  if (viewer === null) return null;
+  knownTokens.add(hashToken(token!));
+  return { workspaceId: viewer.workspaceId, apiKeyId: viewer.apiKeyId };
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { GraphQLError, type ExecutionArgs, type ExecutionResult, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
 import { KEYLESS_WEBSOCKET_MS, MAX_REQUEST_BODY_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
@@ -22,7 +22,8 @@ import { webSocketOutlet } from './outlets.js';
  * `connection_init`: a socket naming no key is acknowledged as before, so that its operations
  * get their UNAUTHENTICATED answer, and closed KEYLESS_WEBSOCKET_MS later (4401); a key holds
  * at most `maxSocketsPerKey` sockets on the instance, one more is closed at once (4429); when
- * the key cannot be looked up, the socket is closed at once (1013, try again later).
+ * the key cannot be looked up, the socket is closed at once (1013, try again later). A key
+ * revoked later closes its sockets (4401) within the `keyCheckIntervalMs` its streams end in.
  */
 
 interface Enveloped {
@@ -36,10 +37,19 @@ interface Enveloped {
   };
 }
 
-/** Which key a socket's `connection_init` names, and how many sockets one key may hold. */
+export interface SocketKey {
+  workspaceId: string;
+  apiKeyId: string;
+}
+
+/** Which key a socket's `connection_init` names, whether it is revoked since, and how many sockets one key may hold. */
 export interface SocketAdmission {
-  /** The key an Authorization value names (any stable id of it), null when none: missing, malformed, unknown or revoked; rejects when that cannot be told. */
-  keyOf(authorization: unknown): Promise<string | null>;
+  /** The key an Authorization value names, null when none: missing, malformed, unknown or revoked; rejects when that cannot be told. */
+  keyOf(authorization: unknown): Promise<SocketKey | null>;
+  /** Which of `keys` are revoked now; rejects when that cannot be told. */
+  revoked(keys: readonly SocketKey[]): Promise<SocketKey[]>;
+  /** How often the keys of open sockets are checked (STREAM_KEY_CHECK_INTERVAL_MS, as the streams' keys). */
+  keyCheckIntervalMs: number;
   maxSocketsPerKey: number;
 }
 
@@ -57,7 +67,24 @@ const ORIGIN = 'http://memstore.invalid';
 
 export function attachWebSocket(server: Server, app: Enveloped, admission: SocketAdmission, logger: Logger): WebSocketTransport {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES });
-  const socketsPerKey = new Map<string, number>();
+  // The open sockets of each key, by `workspace\0key`.
+  const keyed = new Map<string, { key: SocketKey; sockets: Set<WebSocket> }>();
+  let checking = false;
+  const checkKeys = async () => {
+    if (checking || keyed.size === 0) return;
+    checking = true;
+    try {
+      for (const key of await admission.revoked([...keyed.values()].map((held) => held.key))) {
+        for (const ws of keyed.get(`${key.workspaceId}\u0000${key.apiKeyId}`)?.sockets ?? []) ws.close(CLOSE_UNAUTHORIZED, 'Unauthorized: the API key was revoked.');
+      }
+    } catch (error) {
+      logger.warn('websocket: checking the keys of open sockets failed', { error });
+    } finally {
+      checking = false;
+    }
+  };
+  const keyCheck = setInterval(() => void checkKeys(), admission.keyCheckIntervalMs);
+  keyCheck.unref();
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = new URL(request.url ?? '/', ORIGIN).pathname;
     if (path !== '/graphql') {
@@ -92,7 +119,7 @@ export function attachWebSocket(server: Server, app: Enveloped, admission: Socke
     {
       onConnect: async (context) => {
         const ws = context.extra.socket as WebSocket;
-        let key: string | null;
+        let key: SocketKey | null;
         try {
           key = await admission.keyOf(context.connectionParams?.authorization);
         } catch (error) {
@@ -108,19 +135,25 @@ export function attachWebSocket(server: Server, app: Enveloped, admission: Socke
           ws.once('close', () => clearTimeout(closing));
           return true;
         }
-        const held = socketsPerKey.get(key) ?? 0;
-        if (held >= admission.maxSocketsPerKey) {
+        const id = `${key.workspaceId}\u0000${key.apiKeyId}`;
+        let held = keyed.get(id);
+        if ((held?.sockets.size ?? 0) >= admission.maxSocketsPerKey) {
           ws.close(CLOSE_TOO_MANY, `This API key holds ${admission.maxSocketsPerKey} open sockets, the most it may: close one first.`);
           return false;
         }
-        socketsPerKey.set(key, held + 1);
+        if (!held) keyed.set(id, (held = { key, sockets: new Set() }));
+        const sockets = held.sockets;
+        sockets.add(ws);
         ws.once('close', () => {
-          const left = socketsPerKey.get(key)! - 1;
-          if (left === 0) socketsPerKey.delete(key);
-          else socketsPerKey.set(key, left);
+          sockets.delete(ws);
+          if (sockets.size === 0 && keyed.get(id)?.sockets === sockets) keyed.delete(id);
         });
         return true;
       },
+      // What a client reads of errors over WebSocket is what Yoga writes over HTTP: without the
+      // `http` extension (the status and headers an HTTP answer takes from them).
+      onNext: (_context, _id, _payload, _args, result) => (result.errors?.length || result.extensions?.http ? withoutHttpExtensions(result) : undefined),
+      onError: (_context, _id, _payload, errors) => errors.map(formattedWithoutHttp),
       execute: (args) => answering(() => (args.rootValue as { execute: (args: ExecutionArgs) => never }).execute(args)),
       subscribe: (args) => answering(() => (args.rootValue as { subscribe: (args: ExecutionArgs) => never }).subscribe(args)),
       onSubscribe: async (context, id, payload) => {
@@ -155,9 +188,28 @@ export function attachWebSocket(server: Server, app: Enveloped, admission: Socke
 
   return {
     async close() {
+      clearInterval(keyCheck);
       server.off('upgrade', onUpgrade);
       for (const ws of sockets.clients) ws.terminate();
       await disposable.dispose();
     },
+  };
+}
+
+/** An error as graphql-ws writes it, without the `http` extension. */
+function formattedWithoutHttp(error: GraphQLError): GraphQLFormattedError {
+  const { extensions, ...formatted } = error.toJSON();
+  if (!extensions) return formatted;
+  const { http: _http, ...rest } = extensions;
+  return Object.keys(rest).length > 0 ? { ...formatted, extensions: rest } : formatted;
+}
+
+/** A result as graphql-ws writes it, without the `http` extension on it or on its errors. */
+function withoutHttpExtensions(result: ExecutionResult) {
+  const { http: _http, ...extensions } = result.extensions ?? {};
+  return {
+    ...result,
+    ...(result.errors ? { errors: result.errors.map(formattedWithoutHttp) } : {}),
+    extensions: Object.keys(extensions).length > 0 ? extensions : undefined,
   };
 }

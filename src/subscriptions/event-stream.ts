@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import { comparePositions, subjectKey, type EventPosition, type EventSubjects, type MemoryEventRecord } from '../domain/events.js';
+import { comparePositions, positionBefore, subjectKey, type EventPosition, type EventSubjects, type MemoryEventRecord } from '../domain/events.js';
 import { STREAM_BUFFER_BYTES } from '../domain/limits.js';
 import type { MemoryRecord } from '../domain/memories/records.js';
 import type { MemoryStoreRecord } from '../domain/stores.js';
@@ -258,7 +258,14 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
       if (fitting < fresh.length) {
         this.live = false;
         if (fitting > 0) this.deliver(fresh.slice(0, fitting));
-        if (this.isOpen) this.onBehind(this);
+        if (this.isOpen) {
+          // The replay starts right before the first event that did not fit: a live stream
+          // has every event before it that its filter passes. Its last event given may be far
+          // older (a stream of a quiet store), and past it the retention sweep may have
+          // deleted other stores' events, which would end the replay with CURSOR_EXPIRED.
+          this.position = positionBefore(fresh[fitting]!.event.position);
+          this.onBehind(this);
+        }
         return;
       }
     }
