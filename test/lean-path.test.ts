@@ -31,7 +31,7 @@ async function answer(options: Omit<AppOptions, 'database'>, token: string | nul
 }
 
 describe('the lean path for plain JSON operations', () => {
-  it('answers every kind of request exactly as the full Yoga pipeline does: status, headers and body; only its compiled answers add an ETag', async () => {
+  it('answers every kind of request exactly as the full Yoga pipeline does: status, headers and body; only its compiled answers add an ETag (and the Vary that goes with it)', async () => {
     const client = await server.newWorkspace();
     const store = await createStore(client);
     const plain = (query: string, variables?: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ query, variables, ...extra });
@@ -62,13 +62,15 @@ describe('the lean path for plain JSON operations', () => {
       const tagged = !exchange.name.includes('mutation') && yoga.status === 200 && yoga.body.errors === undefined;
       // A tag is withheld while the workspace's change mark is unsettled: ask again, as a polling client does.
       const lean = await askAgain(() => answer({ config: { nodeEnv: 'test', graphiql: false } }, token, exchange), (reply) => tagged && reply.headers.ETag === undefined);
-      const { ETag: tag, ...headers } = lean.headers;
+      const { ETag: tag, Vary: vary, ...headers } = lean.headers;
       expect(tag !== undefined, exchange.name).toBe(tagged);
+      // A tagged answer varies by key and media type (answer-tags.ts).
+      expect(vary, exchange.name).toBe(tag === undefined ? undefined : 'Authorization, Accept');
       expect({ ...lean, headers }, exchange.name).toEqual(yoga);
     }
   });
 
-  it('answers every kind of GET as the full Yoga pipeline does, and only its compiled query answers add an ETag, which a conditional GET revalidates', async () => {
+  it('answers every kind of GET as the full Yoga pipeline does, and only its compiled query answers add an ETag (and its Vary), which a conditional GET revalidates', async () => {
     const client = await server.newWorkspace();
     const store = await createStore(client);
     const get = async (options: Omit<AppOptions, 'database'>, token: string | null, search: Record<string, string>, headers: Record<string, string> = {}) => {
@@ -110,8 +112,9 @@ describe('the lean path for plain JSON operations', () => {
       const lean = await askAgain(ask, (reply) => exchange.tagged === true && reply.headers.etag === undefined);
       const yoga = await get({ config: { nodeEnv: 'test', graphiql: false }, leanPath: false }, token, exchange.search, exchange.headers);
       expect(yoga.headers.etag, exchange.name).toBeUndefined();
-      const { etag: tag, ...headers } = lean.headers;
+      const { etag: tag, vary, ...headers } = lean.headers;
       expect(tag !== undefined, exchange.name).toBe(exchange.tagged === true);
+      expect(vary, exchange.name).toBe(tag === undefined ? undefined : 'Authorization, Accept');
       expect({ ...lean, headers }, exchange.name).toEqual(yoga);
       if (tag) {
         // The client's cache revalidates: the same GET naming the tag is an empty 304 (a full

@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
 import { socketAdmissionOf } from '../src/app.js';
+import type { SocketAdmission } from '../src/http/websocket.js';
 import { generateToken } from '../src/domain/api-keys.js';
 import { DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY, KEYLESS_WEBSOCKET_MS, WEBSOCKETS_PER_KEY_STREAM } from '../src/domain/limits.js';
 import { run, SUBSCRIBE_EVENTS, useListening } from './support/live.js';
@@ -51,6 +52,27 @@ async function connect(payload: Record<string, unknown> | undefined): Promise<Ra
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** Runs `work` while the app looks keys up through `replacement` (given the app's own lookup). */
+async function withKeyLookup(replacement: (keyOf: SocketAdmission['keyOf']) => SocketAdmission['keyOf'], work: () => Promise<void>): Promise<void> {
+  const admission = socketAdmissionOf(server.app);
+  const keyOf = admission.keyOf;
+  admission.keyOf = replacement(keyOf);
+  try {
+    await work();
+  } finally {
+    admission.keyOf = keyOf;
+  }
+}
+
+/** The key opens its whole allowance of sockets (nothing is held for sockets gone before), and one more is closed with 4429. */
+async function expectFullAllowance(token: string): Promise<void> {
+  const held = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => connect(bearer(token))));
+  expect((await Promise.all(held.map((socket) => socket.acknowledged))).filter(Boolean)).toHaveLength(MAX_SOCKETS);
+  const extra = await connect(bearer(token));
+  expect([await extra.acknowledged, (await extra.closed).code]).toEqual([false, 4429]);
+  for (const socket of held) socket.ws.close();
+}
 const within = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([promise, new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms))]);
 
@@ -143,18 +165,16 @@ describe('a key\'s WebSockets', () => {
 
   it('hold nothing for sockets that went away while their key was looked up', async () => {
     const client = await server.newWorkspace();
-    const admission = socketAdmissionOf(server.app);
-    const keyOf = admission.keyOf;
     // Each lookup answers only once its socket has gone.
     let gone: () => void = () => {};
     let lookups = 0;
-    admission.keyOf = async (authorization) => {
+    const answeringLate = (keyOf: SocketAdmission['keyOf']) => async (authorization: unknown) => {
       lookups += 1;
       await new Promise<void>((resolve) => (gone = resolve));
       await new Promise((resolve) => setTimeout(resolve, 20));
       return keyOf(authorization);
     };
-    try {
+    await withKeyLookup(answeringLate, async () => {
       for (let index = 0; index < MAX_SOCKETS + 10; index += 1) {
         const ws = new WebSocket(listening().wsUrl, 'graphql-transport-ws');
         await new Promise((resolve) => ws.once('open', resolve));
@@ -164,24 +184,18 @@ describe('a key\'s WebSockets', () => {
         await new Promise((resolve) => setTimeout(resolve, 5));
         gone();
       }
-    } finally {
-      admission.keyOf = keyOf;
-    }
+    });
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const held = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => connect(bearer(client.token!))));
-    expect((await Promise.all(held.map((socket) => socket.acknowledged))).every(Boolean)).toBe(true);
-    for (const socket of held) socket.ws.close();
+    await expectFullAllowance(client.token!);
   }, 30_000);
 
   it('hold nothing for sockets that sent connection_init twice (during the lookup, after the ack), closed during the lookup, or were terminated after the ack', async () => {
     const client = await server.newWorkspace();
-    const admission = socketAdmissionOf(server.app);
-    const keyOf = admission.keyOf;
-    admission.keyOf = async (authorization) => {
+    const slowly = (keyOf: SocketAdmission['keyOf']) => async (authorization: unknown) => {
       await new Promise((resolve) => setTimeout(resolve, 30));
       return keyOf(authorization);
     };
-    try {
+    await withKeyLookup(slowly, async () => {
       const churn: Promise<unknown>[] = [];
       for (let index = 0; index < MAX_SOCKETS + 20; index += 1) {
         const socket = await openSocket();
@@ -206,30 +220,21 @@ describe('a key\'s WebSockets', () => {
         churn.push(socket.closed);
       }
       await Promise.all(churn);
-    } finally {
-      admission.keyOf = keyOf;
-    }
+    });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const held = await Promise.all(Array.from({ length: MAX_SOCKETS }, () => connect(bearer(client.token!))));
-    expect((await Promise.all(held.map((socket) => socket.acknowledged))).filter(Boolean).length).toBe(MAX_SOCKETS);
-    const extra = await connect(bearer(client.token!));
-    expect(await extra.acknowledged).toBe(false);
-    expect((await extra.closed).code).toBe(4429);
-    for (const socket of held) socket.ws.close();
+    await expectFullAllowance(client.token!);
   }, 60_000);
 
   it('are closed with 1013 (try again later), unacknowledged, when the key cannot be looked up', async () => {
     const client = await server.newWorkspace();
-    const admission = socketAdmissionOf(server.app);
-    const keyOf = admission.keyOf;
-    admission.keyOf = () => Promise.reject(new Error('the database is unreachable'));
-    try {
-      const socket = await connect(bearer(client.token!));
-      expect(await socket.acknowledged).toBe(false);
-      expect((await socket.closed).code).toBe(1013);
-    } finally {
-      admission.keyOf = keyOf;
-    }
+    await withKeyLookup(
+      () => () => Promise.reject(new Error('the database is unreachable')),
+      async () => {
+        const socket = await connect(bearer(client.token!));
+        expect(await socket.acknowledged).toBe(false);
+        expect((await socket.closed).code).toBe(1013);
+      },
+    );
     const after = await connect(bearer(client.token!));
     expect(await after.acknowledged).toBe(true);
     after.ws.close();

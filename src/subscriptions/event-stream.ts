@@ -259,10 +259,7 @@ export class EventStream implements AsyncIterableIterator<MemoryEventPayload> {
         this.live = false;
         if (fitting > 0) this.deliver(fresh.slice(0, fitting));
         if (this.isOpen) {
-          // The replay starts right before the first event that did not fit: a live stream
-          // has every event before it that its filter passes. Its last event given may be far
-          // older (a stream of a quiet store), and past it the retention sweep may have
-          // deleted other stores' events, which would end the replay with CURSOR_EXPIRED.
+          // From right before the first event that did not fit (a live stream has every earlier one its filter passes): its last event given may be older than events the sweep deleted since (CURSOR_EXPIRED).
           this.position = positionBefore(fresh[fitting]!.event.position);
           this.onBehind(this);
         }
