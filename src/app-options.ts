@@ -5,8 +5,7 @@ import type { PersistedDocuments } from './http/persisted-documents.js';
 import type { SharedLimits } from './http/shared-limits.js';
 import type { Tracing } from './http/tracing.js';
 import type { Logger } from './logger.js';
-import { findRevokedKeys } from './domain/api-keys.js';
-import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY, STREAM_KEY_CHECK_INTERVAL_MS, WEBSOCKETS_PER_KEY_STREAM } from './domain/limits.js';
+import { DEFAULT_EVENT_RETENTION_DAYS, DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY, WEBSOCKETS_PER_KEY_STREAM } from './domain/limits.js';
 import { keyNamedBy } from './http/authentication.js';
 import type { SocketAdmission } from './http/websocket.js';
 import { EventHub, type EventHubOptions } from './subscriptions/event-hub.js';
@@ -69,12 +68,11 @@ export function createEventHub(options: AppOptions, logger: Logger): EventHub {
   });
 }
 
-/** Who may hold the app's WebSockets: the key a socket names, looked up once and checked with the streams' keys, and twice the stream limit of sockets per key. */
-export function createSocketAdmission({ config, database, live }: AppOptions): SocketAdmission {
+/** Who may hold the app's WebSockets: the key a socket names, looked up once and checked with the streams' keys by the hub, and twice the stream limit of sockets per key. */
+export function createSocketAdmission({ config, database }: AppOptions, hub: EventHub): SocketAdmission {
   return {
     keyOf: (authorization) => keyNamedBy(database.db, authorization),
-    revoked: (keys) => findRevokedKeys(database.db, keys),
-    keyCheckIntervalMs: live?.keyCheckIntervalMs ?? STREAM_KEY_CHECK_INTERVAL_MS,
+    holdKeys: (holder) => hub.holdKeys(holder),
     maxSocketsPerKey: WEBSOCKETS_PER_KEY_STREAM * (config.maxSubscriptionsPerKey ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_KEY),
   };
 }

@@ -86,7 +86,7 @@ export function createApp(options: AppOptions): App {
     // Resolvers get their context from the pipeline's `execute`, once the key is identified.
     context: yogaContext(pipeline) as never,
   });
-  keepAppParts(app, { hub, sockets: createSocketAdmission(options) });
+  keepAppParts(app, { hub, sockets: createSocketAdmission(options, hub) });
   attachNativeFront(app, pipeline, options.leanPath !== false);
   return app;
 }

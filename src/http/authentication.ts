@@ -106,11 +106,11 @@ export const knownTokens = new RecentSet(MAX_KNOWN_TOKENS);
  * it was last seen): null for a missing, malformed, unknown or revoked one. Rejects when the
  * lookup fails (the database unreachable).
  */
-export async function keyNamedBy(db: Database, authorization: unknown): Promise<{ workspaceId: string; apiKeyId: string } | null> {
+export async function keyNamedBy(db: Database, authorization: unknown): Promise<Viewer | null> {
   if (typeof authorization !== 'string') return null;
   const token = bearerToken(authorization);
   const viewer = token === undefined ? null : await authenticate(db, token);
   if (viewer === null) return null;
   knownTokens.add(hashToken(token!));
-  return { workspaceId: viewer.workspaceId, apiKeyId: viewer.apiKeyId };
+  return viewer;
 }

@@ -7,6 +7,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { KEYLESS_WEBSOCKET_MS, MAX_REQUEST_BODY_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
+import type { HeldKey, KeyHolder } from '../subscriptions/key-holders.js';
 import { webSocketOutlet } from './outlets.js';
 
 /**
@@ -23,7 +24,8 @@ import { webSocketOutlet } from './outlets.js';
  * get their UNAUTHENTICATED answer, and closed KEYLESS_WEBSOCKET_MS later (4401); a key holds
  * at most `maxSocketsPerKey` sockets on the instance, one more is closed at once (4429); when
  * the key cannot be looked up, the socket is closed at once (1013, try again later). A key
- * revoked later closes its sockets (4401) within the `keyCheckIntervalMs` its streams end in.
+ * revoked later has its sockets closed the same way, from the check of keys that ends its
+ * streams (with UNAUTHENTICATED, which reaches the client first).
  */
 
 interface Enveloped {
@@ -37,19 +39,12 @@ interface Enveloped {
   };
 }
 
-export interface SocketKey {
-  workspaceId: string;
-  apiKeyId: string;
-}
-
-/** Which key a socket's `connection_init` names, whether it is revoked since, and how many sockets one key may hold. */
+/** Which key a socket's `connection_init` names, who checks later whether it is revoked, and how many sockets one key may hold. */
 export interface SocketAdmission {
   /** The key an Authorization value names, null when none: missing, malformed, unknown or revoked; rejects when that cannot be told. */
-  keyOf(authorization: unknown): Promise<SocketKey | null>;
-  /** Which of `keys` are revoked now; rejects when that cannot be told. */
-  revoked(keys: readonly SocketKey[]): Promise<SocketKey[]>;
-  /** How often the keys of open sockets are checked (STREAM_KEY_CHECK_INTERVAL_MS, as the streams' keys). */
-  keyCheckIntervalMs: number;
+  keyOf(authorization: unknown): Promise<HeldKey | null>;
+  /** Has the sockets' keys checked with the streams' (the hub's checkKeys), until the function returned is called. */
+  holdKeys(holder: KeyHolder): () => void;
   maxSocketsPerKey: number;
 }
 
@@ -57,6 +52,20 @@ export interface SocketAdmission {
 const CLOSE_UNAUTHORIZED = 4401;
 const CLOSE_TOO_MANY = 4429;
 const CLOSE_TRY_AGAIN_LATER = 1013;
+
+/**
+ * Closes a socket whose key is none or revoked with 4401, KEYLESS_WEBSOCKET_MS from now (once):
+ * meanwhile its operations get their UNAUTHENTICATED answers, and its streams the error that
+ * ends them, which an immediate close would cut off.
+ */
+const closing = new WeakSet<WebSocket>();
+function closeUnauthorized(ws: WebSocket, reason: string): void {
+  if (closing.has(ws)) return;
+  closing.add(ws);
+  const timer = setTimeout(() => ws.close(CLOSE_UNAUTHORIZED, reason), KEYLESS_WEBSOCKET_MS);
+  timer.unref();
+  ws.once('close', () => clearTimeout(timer));
+}
 
 export interface WebSocketTransport {
   /** Closes every socket (shutdown) and stops accepting new ones. */
@@ -68,23 +77,13 @@ const ORIGIN = 'http://memstore.invalid';
 export function attachWebSocket(server: Server, app: Enveloped, admission: SocketAdmission, logger: Logger): WebSocketTransport {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES });
   // The open sockets of each key, by `workspace\0key`.
-  const keyed = new Map<string, { key: SocketKey; sockets: Set<WebSocket> }>();
-  let checking = false;
-  const checkKeys = async () => {
-    if (checking || keyed.size === 0) return;
-    checking = true;
-    try {
-      for (const key of await admission.revoked([...keyed.values()].map((held) => held.key))) {
-        for (const ws of keyed.get(`${key.workspaceId}\u0000${key.apiKeyId}`)?.sockets ?? []) ws.close(CLOSE_UNAUTHORIZED, 'Unauthorized: the API key was revoked.');
-      }
-    } catch (error) {
-      logger.warn('websocket: checking the keys of open sockets failed', { error });
-    } finally {
-      checking = false;
-    }
-  };
-  const keyCheck = setInterval(() => void checkKeys(), admission.keyCheckIntervalMs);
-  keyCheck.unref();
+  const keyed = new Map<string, { key: HeldKey; sockets: Set<WebSocket> }>();
+  const releaseKeys = admission.holdKeys({
+    keys: () => [...keyed.values()].map((held) => held.key),
+    revoked(keys) {
+      for (const key of keys) for (const ws of keyed.get(`${key.workspaceId}\u0000${key.apiKeyId}`)?.sockets ?? []) closeUnauthorized(ws, 'Unauthorized: the API key was revoked.');
+    },
+  });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = new URL(request.url ?? '/', ORIGIN).pathname;
     if (path !== '/graphql') {
@@ -119,7 +118,7 @@ export function attachWebSocket(server: Server, app: Enveloped, admission: Socke
     {
       onConnect: async (context) => {
         const ws = context.extra.socket as WebSocket;
-        let key: SocketKey | null;
+        let key: HeldKey | null;
         try {
           key = await admission.keyOf(context.connectionParams?.authorization);
         } catch (error) {
@@ -130,9 +129,7 @@ export function attachWebSocket(server: Server, app: Enveloped, admission: Socke
         // Gone while its key was looked up: its close has passed, nothing is held for it.
         if (ws.readyState !== WebSocket.OPEN) return false;
         if (key === null) {
-          const closing = setTimeout(() => ws.close(CLOSE_UNAUTHORIZED, 'Unauthorized: no API key, or one unknown or revoked.'), KEYLESS_WEBSOCKET_MS);
-          closing.unref();
-          ws.once('close', () => clearTimeout(closing));
+          closeUnauthorized(ws, 'Unauthorized: no API key, or one unknown or revoked.');
           return true;
         }
         const id = `${key.workspaceId}\u0000${key.apiKeyId}`;
@@ -188,7 +185,7 @@ export function attachWebSocket(server: Server, app: Enveloped, admission: Socke
 
   return {
     async close() {
-      clearInterval(keyCheck);
+      releaseKeys();
       server.off('upgrade', onUpgrade);
       for (const ws of sockets.clients) ws.terminate();
       await disposable.dispose();

@@ -20,6 +20,7 @@ import type { Viewer } from '../domain/viewer.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { EventStream, payloadOf, streamError, type MemoryEventPayload, type StreamFilter, type StreamTransport } from './event-stream.js';
 import { replayStream } from './replay.js';
+import type { HeldKey, KeyHolder } from './key-holders.js';
 import { ReplayBudget } from './replay-budget.js';
 import { SharedEventResults } from './shared-results.js';
 import { unlimitedStreamSlots, type StreamSlots } from './stream-slots.js';
@@ -111,6 +112,8 @@ export class EventHub {
   private lastPollAt = 0;
   private wakeTimer: NodeJS.Timeout | null = null;
   private timers: NodeJS.Timeout[] = [];
+  private keyCheckStarted = false;
+  private readonly keyHolders = new Set<KeyHolder>();
   private unlisten: (() => Promise<void>) | null = null;
   private closed = false;
   private readonly batchSize: number;
@@ -158,34 +161,45 @@ export class EventHub {
           this.logger.warn('live updates: cannot LISTEN; new events are found by polling only', { error });
         }
       }
-      // A run that outlasts its interval (a slow database, a sweep of a long backlog) is not
-      // joined by another: ticks pass until it ends.
-      const every = (ms: number, work: () => unknown) => {
-        let running = false;
-        const timer = setInterval(
-          () =>
-            asInstanceWork(() => {
-              if (running) return;
-              running = true;
-              void Promise.resolve()
-                .then(work)
-                .catch((error: unknown) => this.logger.warn('live updates: background work failed', { error }))
-                .finally(() => (running = false));
-            }),
-          ms,
-        );
-        timer.unref();
-        this.timers.push(timer);
-      };
       // The timer finds what no notification announced: a read that began less than an
       // interval ago (woken by one) has found it already, or the next wake will. It keeps
       // to the wake gap too: a timed read inside it would double a busy instance's batches.
       const interval = this.options.pollIntervalMs ?? EVENT_POLL_INTERVAL_MS;
-      every(interval, () => (performance.now() - this.lastPollAt >= Math.max(interval / 2, this.wakeGap()) ? this.poll() : undefined));
-      every(this.options.keyCheckIntervalMs ?? STREAM_KEY_CHECK_INTERVAL_MS, () => this.checkKeys());
-      every(this.options.sweepIntervalMs ?? EVENT_SWEEP_INTERVAL_MS, () => this.sweep());
+      this.every(interval, () => (performance.now() - this.lastPollAt >= Math.max(interval / 2, this.wakeGap()) ? this.poll() : undefined));
+      // The streams' keys are checked as any holder's.
+      this.holdKeys({ keys: () => [...this.streams.values()].flatMap((group) => [...group].map((stream) => stream.viewer)), revoked: (keys) => this.endStreamsOf(keys) });
+      this.every(this.options.sweepIntervalMs ?? EVENT_SWEEP_INTERVAL_MS, () => this.sweep());
     });
     return this.starting;
+  }
+
+  /** Runs `work` every `ms`: a run that outlasts its interval (a slow database, a sweep of a long backlog) is not joined by another, ticks pass until it ends. */
+  private every(ms: number, work: () => unknown): void {
+    let running = false;
+    const timer = setInterval(
+      () =>
+        asInstanceWork(() => {
+          if (running) return;
+          running = true;
+          void Promise.resolve()
+            .then(work)
+            .catch((error: unknown) => this.logger.warn('live updates: background work failed', { error }))
+            .finally(() => (running = false));
+        }),
+      ms,
+    );
+    timer.unref();
+    this.timers.push(timer);
+  }
+
+  /** Has `holder`'s keys checked (checkKeys) from now until the function returned is called. */
+  holdKeys(holder: KeyHolder): () => void {
+    this.keyHolders.add(holder);
+    if (!this.keyCheckStarted && !this.closed) {
+      this.keyCheckStarted = true;
+      this.every(this.options.keyCheckIntervalMs ?? STREAM_KEY_CHECK_INTERVAL_MS, () => this.checkKeys());
+    }
+    return () => void this.keyHolders.delete(holder);
   }
 
   /**
@@ -332,25 +346,26 @@ export class EventHub {
     }
   }
 
-  /** Ends the streams of revoked keys with UNAUTHENTICATED: one statement for every key with open streams. */
+  /** Checks the keys its holders hold (the streams', a WebSocket transport's sockets'), one statement for all, and tells each holder which are revoked. */
   async checkKeys(): Promise<void> {
-    const keys = new Map<string, { workspaceId: string; apiKeyId: string }>();
-    for (const group of this.streams.values()) {
-      for (const stream of group) keys.set(subjectKey(stream.viewer.workspaceId, stream.viewer.apiKeyId), stream.viewer);
-    }
+    const keys = new Map<string, HeldKey>();
+    for (const holder of this.keyHolders) for (const key of holder.keys()) keys.set(subjectKey(key.workspaceId, key.apiKeyId), key);
     if (keys.size === 0) return;
     try {
-      const revoked = new Set((await findRevokedKeys(this.reads, [...keys.values()])).map((key) => subjectKey(key.workspaceId, key.apiKeyId)));
-      if (revoked.size === 0) return;
-      for (const group of [...this.streams.values()]) {
-        for (const stream of [...group]) {
-          if (revoked.has(subjectKey(stream.viewer.workspaceId, stream.viewer.apiKeyId))) {
-            stream.fail(streamError('UNAUTHENTICATED', 'The API key of this stream was revoked.'));
-          }
-        }
-      }
+      const revoked = await findRevokedKeys(this.reads, [...keys.values()]);
+      if (revoked.length > 0) for (const holder of this.keyHolders) holder.revoked(revoked);
     } catch (error) {
       this.logger.warn('live updates: checking the keys of open streams failed', { error });
+    }
+  }
+
+  /** Ends the streams of `keys` with UNAUTHENTICATED. */
+  private endStreamsOf(keys: readonly HeldKey[]): void {
+    const revoked = new Set(keys.map((key) => subjectKey(key.workspaceId, key.apiKeyId)));
+    for (const group of [...this.streams.values()]) {
+      for (const stream of [...group]) {
+        if (revoked.has(subjectKey(stream.viewer.workspaceId, stream.viewer.apiKeyId))) stream.fail(streamError('UNAUTHENTICATED', 'The API key of this stream was revoked.'));
+      }
     }
   }
 
