@@ -19,6 +19,13 @@ import { compileRead, readsCompiledSoFar } from '../src/read-compiler/compile.js
 
 const IDS = 10_000;
 
+/** A read compiled for a request whose key is identified (compiling for an unknown token looks its key up first). */
+function compileFor(pipeline: ReturnType<typeof pipelineWith>, ...[document, operation, variables]: Parameters<ReturnType<typeof pipelineWith>['compile']> extends [unknown, ...infer Rest] ? Rest : never) {
+  const request = new Request('http://memstore.test/graphql');
+  pipeline.states.of(request).viewer = { workspaceId: 'ws_cache', apiKeyId: 'key_cache', kind: 'admin', identityId: null };
+  return pipeline.compile(request, document, operation, variables);
+}
+
 function pipelineWith(run: RunStatement) {
   return createPipeline({
     schema,
@@ -38,13 +45,13 @@ const operation = document.definitions[0] as OperationDefinitionNode;
 const memoryId = (n: number) => `mem_cache${String(n).padStart(15, '0')}`;
 
 describe('the compiled reads a process keeps', () => {
-  it(`plan a query asked for each of ${IDS.toLocaleString('en')} ids once, and estimate its cost once`, () => {
+  it(`plan a query asked for each of ${IDS.toLocaleString('en')} ids once, and estimate its cost once`, async () => {
     const pipeline = pipelineWith(async () => []);
     const before = readsCompiledSoFar();
     const plans = () => readsCompiledSoFar() - before;
     const estimatesBefore = costsEstimatedSoFar();
     const estimates = () => costsEstimatedSoFar() - estimatesBefore;
-    const first = Array.from({ length: IDS }, (_, n) => pipeline.compile(document, operation, { id: memoryId(n) }));
+    const first = await Promise.all(Array.from({ length: IDS }, (_, n) => compileFor(pipeline, document, operation, { id: memoryId(n) })));
     const firstCosts = first.map((_, n) => {
       const request = new Request('http://memstore.test/graphql');
       expect(pipeline.cost(request, document, operation, { id: memoryId(n) })).toBeNull();
@@ -58,7 +65,7 @@ describe('the compiled reads a process keeps', () => {
     expect(new Set(first.map((compiled) => compiled!.shape.split(' ')[0])).size).toBe(1);
 
     for (let n = 0; n < IDS; n += 1) {
-      expect(pipeline.compile(document, operation, { id: memoryId(n) })!.shape).toBe(first[n]!.shape);
+      expect((await compileFor(pipeline, document, operation, { id: memoryId(n) }))!.shape).toBe(first[n]!.shape);
       const request = new Request('http://memstore.test/graphql');
       pipeline.cost(request, document, operation, { id: memoryId(n) });
       expect(pipeline.states.of(request).cost).toBe(firstCosts[n]);
@@ -66,24 +73,24 @@ describe('the compiled reads a process keeps', () => {
     expect(plans()).toBe(1);
     expect(estimates()).toBe(1);
     // Another kind of id (a store's, where a memory's is read), and a string that is no id of ours, are planned for themselves.
-    pipeline.compile(document, operation, { id: newId('memoryStore') });
-    pipeline.compile(document, operation, { id: newId('memoryStore') });
-    pipeline.compile(document, operation, { id: 'mem_not-an-id' });
-    pipeline.compile(document, operation, { id: 'mem_not-an-id' });
+    (await compileFor(pipeline, document, operation, { id: newId('memoryStore') }));
+    (await compileFor(pipeline, document, operation, { id: newId('memoryStore') }));
+    (await compileFor(pipeline, document, operation, { id: 'mem_not-an-id' }));
+    (await compileFor(pipeline, document, operation, { id: 'mem_not-an-id' }));
     expect(plans()).toBe(3);
   });
 
-  it('keep a dashboard\'s read and estimate while more searches than either cache holds come and go, each search kept apart', () => {
+  it('keep a dashboard\'s read and estimate while more searches than either cache holds come and go, each search kept apart', async () => {
     const pipeline = pipelineWith(async () => []);
     const plans = ((before) => () => readsCompiledSoFar() - before)(readsCompiledSoFar());
     const estimates = ((before) => () => costsEstimatedSoFar() - before)(costsEstimatedSoFar());
-    const ask = (asked: typeof document, variables: Record<string, unknown>) => {
+    const ask = async (asked: typeof document, variables: Record<string, unknown>) => {
       const request = new Request('http://memstore.test/graphql');
       const askedOperation = asked.definitions[0] as OperationDefinitionNode;
       expect(pipeline.cost(request, asked, askedOperation, variables)).toBeNull();
-      return pipeline.compile(asked, askedOperation, variables);
+      return (await compileFor(pipeline, asked, askedOperation, variables));
     };
-    const dashboard = ask(document, { id: memoryId(0) });
+    const dashboard = await ask(document, { id: memoryId(0) });
     expect([plans(), estimates()]).toEqual([1, 1]);
     // Searches of texts of 400 characters, half of them asked in a variable, a quarter written into the document and a
     // quarter through fragments: 12,000 of them fill the other reads' caches about four times (16 MiB) and one and a
@@ -95,27 +102,27 @@ describe('the compiled reads a process keeps', () => {
       n % 4 === 1
         ? parse(`{ searchMemories(query: ${JSON.stringify(text(n))}, first: 10) { totalCount edges { cursor node { id } } } }`)
         : parse(`query { ...found } fragment found on Query { ... on Query { searchMemories(query: ${JSON.stringify(text(n))}) { totalCount } } }`);
-    for (let n = 0; n < SEARCHES; n += 1) expect(ask(n % 2 === 0 ? search : written(n), n % 2 === 0 ? { q: text(n) } : {})).not.toBeNull();
+    for (let n = 0; n < SEARCHES; n += 1) expect(await ask(n % 2 === 0 ? search : written(n), n % 2 === 0 ? { q: text(n) } : {})).not.toBeNull();
     expect([plans(), estimates()]).toEqual([1 + SEARCHES, 1 + SEARCHES]);
     // The dashboard is neither planned nor estimated again; the latest search is kept, the first long gone.
-    expect(ask(document, { id: memoryId(1) })!.shape.split(' ')[0]).toBe(dashboard!.shape.split(' ')[0]);
-    ask(search, { q: text(SEARCHES - 2) });
+    expect((await ask(document, { id: memoryId(1) }))!.shape.split(' ')[0]).toBe(dashboard!.shape.split(' ')[0]);
+    await ask(search, { q: text(SEARCHES - 2) });
     expect([plans(), estimates()]).toEqual([1 + SEARCHES, 1 + SEARCHES]);
-    ask(search, { q: text(0) });
+    await ask(search, { q: text(0) });
     expect([plans(), estimates()]).toEqual([2 + SEARCHES, 2 + SEARCHES]);
   });
 
-  it('plan a search whose store comes in a variable once for each store and text, and answer each with its own', () => {
+  it('plan a search whose store comes in a variable once for each store and text, and answer each with its own', async () => {
     const pipeline = pipelineWith(async () => []);
     const plans = ((before) => () => readsCompiledSoFar() - before)(readsCompiledSoFar());
     const search = parse('query ($s: ID, $q: String!) { searchMemories(query: $q, memoryStoreId: $s) { edges { cursor node { id } } } }');
     const operation = search.definitions[0] as OperationDefinitionNode;
     const [one, two] = [newId('memoryStore'), newId('memoryStore')];
-    const first = pipeline.compile(search, operation, { s: one, q: 'notes' });
-    expect(pipeline.compile(search, operation, { s: one, q: 'notes' })).toBe(first);
+    const first = (await compileFor(pipeline, search, operation, { s: one, q: 'notes' }));
+    expect((await compileFor(pipeline, search, operation, { s: one, q: 'notes' }))).toBe(first);
     expect(plans()).toBe(1);
-    const other = pipeline.compile(search, operation, { s: two, q: 'notes' });
-    expect(pipeline.compile(search, operation, { s: two, q: 'notes' })).toBe(other);
+    const other = (await compileFor(pipeline, search, operation, { s: two, q: 'notes' }));
+    expect((await compileFor(pipeline, search, operation, { s: two, q: 'notes' }))).toBe(other);
     expect(plans()).toBe(2);
     // Each with its own store (in its parameters, and in its shape: its cursors name it).
     expect(first!.shape).toContain(one);
@@ -129,7 +136,7 @@ describe('the compiled reads a process keeps', () => {
       statements.push({ text, params });
       return [];
     });
-    const reads = [0, 1, 2].map((n) => pipeline.compile(document, operation, { id: memoryId(n) })!);
+    const reads = (await Promise.all([0, 1, 2].map((n) => compileFor(pipeline, document, operation, { id: memoryId(n) })))).map((read) => read!);
     for (const read of reads) {
       await read.read('token-sha');
       await read.check('token-sha');
@@ -143,7 +150,7 @@ describe('the compiled reads a process keeps', () => {
     expect(checks[0]!.params).toEqual(['token-sha']);
     // Distinct answers have distinct shapes (their tags differ), equal ones the same.
     expect(new Set(reads.map((read) => read.shape)).size).toBe(3);
-    expect(pipeline.compile(document, operation, { id: memoryId(1) })!.shape).toBe(reads[1]!.shape);
+    expect((await compileFor(pipeline, document, operation, { id: memoryId(1) }))!.shape).toBe(reads[1]!.shape);
   });
 
   it('answer exactly as a read compiled for the very variables would, whatever the ids (same statement, parameters, shape and check), at the same cost', async () => {
@@ -176,7 +183,7 @@ describe('the compiled reads a process keeps', () => {
           sent.push({ text, params });
           return [];
         };
-        const viaPipeline = pipeline.compile(chosen, chosenOperation, variables);
+        const viaPipeline = (await compileFor(pipeline, chosen, chosenOperation, variables));
         const byItself = compileRead(schema, chosen, chosenOperation, variables, run);
         const both = [];
         for (const read of [viaPipeline, byItself]) {

@@ -25,6 +25,11 @@ export class ByteBoundedCache<Value> {
     return entry.value;
   }
 
+  /** Whether the key is kept (its place in the order stays as it is). */
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   set(key: string, value: Value): void {
     const bytes = this.sizeOf(key, value);
     this.delete(key);

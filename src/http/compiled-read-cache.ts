@@ -60,6 +60,17 @@ export class CompiledReadCache {
     return errors;
   }
 
+  /** Whether `compile` answers without compiling: what it would compile is kept, or it compiles nothing (not a query). */
+  holds(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): boolean {
+    if (!this.run || operation.operation !== 'query') return true;
+    if (this.isSearch(document, operation)) {
+      const key = exactKeyOf(operation, variables);
+      return key !== null && this.searches.has(key);
+    }
+    const keyed = templateKeyOf(operation, variables);
+    return keyed !== null && this.reads.has(keyed.key);
+  }
+
   /** The compiled form of a read, or null when the resolvers answer. */
   compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null {
     const run = this.run;

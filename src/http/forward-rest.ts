@@ -117,7 +117,7 @@ export function useForwardRest(pipeline: RequestPipeline): Plugin {
       const result = await limit.within(async () => {
         const params = parse(route.params, found.params);
         // A read the compiler covers identifies the key and answers in one statement, as GraphQL's do.
-        const compiled = route.compiledRead ? pipeline.compile(route.compiledRead.document, route.compiledRead.operation, route.compiledRead.variables(params)) : null;
+        const compiled = route.compiledRead ? await pipeline.compile(request, route.compiledRead.document, route.compiledRead.operation, route.compiledRead.variables(params)) : null;
         const answer = await pipeline.readOrIdentify(request, compiled);
         if (answer.data !== null) return JSON.stringify(route.compiledRead!.answer(parseCompiledData(answer.data) as Record<string, unknown>, params));
         // No compiled read, or a key the access policy does not let read all of it: the route's handler answers (or refuses).

@@ -135,7 +135,7 @@ function createLeanPath(pipeline: RequestPipeline): LeanPath {
       }
       const limit = (deadline = pipeline.deadline(request));
       // A read the compiler covers identifies the key and answers in one statement.
-      const compiled = pipeline.compile(document, selected, operation.variables);
+      const compiled = await pipeline.compile(request, document, selected, operation.variables);
       if (compiled) {
         // A conditional request whose answer has not changed: 304, without building it.
         const unchanged = await limit.within(() => pipeline.unchangedTag(request, compiled, mediaType));

@@ -107,8 +107,14 @@ export interface RequestPipeline {
    * snapshot or alone (db/snapshot-choice.ts); anything else (`read` null) as it is.
    */
   perform<T>(request: Request, viewer: Viewer, read: object | null, work: (context: Context) => Promise<T>, outcome?: ReadOutcome<T>): Promise<T>;
-  /** The compiled form of a read, or null when the resolvers answer. */
-  compile(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): CompiledRead | null;
+  /**
+   * The compiled form of a read, or null when the resolvers answer. Compiling a read costs
+   * the server up to tens of milliseconds for the largest query within the limits, so a read
+   * not compiled yet is compiled only for a token that found its key lately, or once the
+   * key is looked up (identify): a token no key has gets its 401 without making the server
+   * compile. Throws UNAUTHENTICATED for such a token.
+   */
+  compile(request: Request, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): Promise<CompiledRead | null>;
   /**
    * Runs a compiled read with the request's key: the answer's `data` as JSON text, or null
    * when the access policy leaves this key's answer to the resolvers, or when there is no
@@ -157,6 +163,12 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
   // Which reads answer in one statement, by kind: a query's operation (of a cached document,
   // as above), a REST route.
   const snapshots = new SnapshotChoice<object>();
+
+  /** Whether the request's token found its key lately (or in this request). */
+  const tokenKnown = (request: Request): boolean => {
+    const state = states.of(request);
+    return state.viewer !== undefined || (state.credentials !== undefined && knownTokens.has(state.credentials.tokenSha256));
+  };
 
   /** Runs a compiled statement with the request's key, which it identifies (the compiledRead stage); UNAUTHENTICATED for a token no key has. */
   const runCompiled = async (request: Request, statement: (tokenSha256: string, scope: StatementScope | undefined) => Promise<CompiledAnswer | null>): Promise<CompiledAnswer> => {
@@ -246,6 +258,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       stage(request, 'identify');
       const state = states.of(request);
       if (!state.credentials) throw unauthenticated();
+      // Looked up once per request (compile may have looked it up already).
+      if (state.viewer) return state.viewer;
       state.viewer = await gate.viewer(state.credentials, state.scope);
       knownTokens.add(state.credentials.tokenSha256);
       return state.viewer;
@@ -267,7 +281,8 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       if (read === null) return attempt(scope, false);
       return snapshots.read(scope, read, (part) => attempt(part, false), (part) => attempt(part, true), outcome);
     },
-    compile(document, operation, variables) {
+    async compile(request, document, operation, variables) {
+      if (!compiledReads.holds(document, operation, variables) && !tokenKnown(request)) await this.identify(request);
       return compiledReads.compile(document, operation, variables);
     },
     async readOrIdentify(request, compiled) {
@@ -276,8 +291,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       // for this request, which a query within every limit can make cost the database half a
       // second: unless its token found its key lately, the key is looked up first, so that a
       // token no key has costs one small statement.
-      const token = states.of(request).credentials?.tokenSha256;
-      if (!compiled.proven && (token === undefined || !knownTokens.has(token))) await this.identify(request);
+      if (!compiled.proven && !tokenKnown(request)) await this.identify(request);
       return runCompiled(request, (tokenSha256, scope) => compiled.read(tokenSha256, scope));
     },
     answerTag(request, compiled, answer, representation) {

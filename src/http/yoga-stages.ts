@@ -78,7 +78,7 @@ export function yogaStages(pipeline: RequestPipeline, paths: { routes: Plugin[];
       setExecuteFn(async (executeArgs: ExecutionArgs) => {
         // A read the compiler covers identifies the key and answers in one statement, as on
         // the lean path; Yoga then writes the answer (so its JSON is parsed here once more).
-        const compiled = pipeline.compile(executeArgs.document, operation, (executeArgs.variableValues ?? undefined) as Record<string, unknown> | undefined);
+        const compiled = await pipeline.compile(request, executeArgs.document, operation, (executeArgs.variableValues ?? undefined) as Record<string, unknown> | undefined);
         const answer = await pipeline.readOrIdentify(request, compiled);
         if (answer.data !== null) return { data: parseCompiledData(answer.data) } as never;
         return pipeline.execute(request, answer.viewer, operation, async (contextValue) => (await executeFn({ ...executeArgs, contextValue })) as ExecutionResult) as never;
