@@ -282,7 +282,7 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return snapshots.read(scope, read, (part) => attempt(part, false), (part) => attempt(part, true), outcome);
     },
     async compile(request, document, operation, variables) {
-      if (!compiledReads.holds(document, operation, variables) && !tokenKnown(request)) await this.identify(request);
+      if (!tokenKnown(request) && !compiledReads.holds(document, operation, variables)) await this.identify(request);
       return compiledReads.compile(document, operation, variables);
     },
     async readOrIdentify(request, compiled) {
