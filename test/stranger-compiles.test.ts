@@ -32,14 +32,14 @@ function post(app: App, token: string, query: string, variables: Record<string, 
 /** A dashboard-like read with a store, its memories and their versions. */
 const DASHBOARD = `query ($first: Int!) { memoryStores(first: $first) { edges { node { id name memories(first: 5) { edges { node { id path versions(first: 2) { edges { node { id operation } } } } } } } } } }`;
 
-async function compilesAndStatements(work: () => Promise<Response>) {
+async function compilesAndStatements(work: () => Response | Promise<Response>) {
   const before = readsCompiledSoFar();
-  const { result: response, statements } = await countStatements(work);
+  const { result: response, statements } = await countStatements(async () => work());
   return { status: response.status, compiled: readsCompiledSoFar() - before, statements, body: (await response.json()) as { errors?: { extensions?: { code?: string } }[] } };
 }
 
 describe('a read for a token no key has', () => {
-  const paths = [
+  const paths: { path: string; options: { leanPath?: boolean }; headers: Record<string, string> }[] = [
     { path: 'the lean path', options: {}, headers: {} },
     { path: 'Yoga (a request of a web page)', options: {}, headers: { origin: 'https://dashboard.example' } },
     { path: 'Yoga alone', options: { leanPath: false }, headers: {} },

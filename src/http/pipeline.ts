@@ -255,11 +255,11 @@ export function createPipeline(options: PipelineOptions): RequestPipeline {
       return deadline;
     },
     async identify(request) {
-      stage(request, 'identify');
       const state = states.of(request);
-      if (!state.credentials) throw unauthenticated();
       // Looked up once per request (compile may have looked it up already).
       if (state.viewer) return state.viewer;
+      stage(request, 'identify');
+      if (!state.credentials) throw unauthenticated();
       state.viewer = await gate.viewer(state.credentials, state.scope);
       knownTokens.add(state.credentials.tokenSha256);
       return state.viewer;
