@@ -106,10 +106,14 @@ describe(`kill -9 in the middle of concurrent writes, on ${databaseName}`, { tim
       });
       story.reports.push(report);
       expect(await server.exited).toBe('SIGKILL');
-      // The kill landed mid-stream: requests were in flight, and their connections broke.
-      expect(report.cutOff, `cycle ${cycle}`).toBeGreaterThan(0);
       expect(await story.verifyAfterKill(cycle), `after the kill of cycle ${cycle}`).toEqual([]);
     }
+    // The kills landed mid-stream: requests were in flight, and their connections broke. A kill
+    // lands 0–15 ms after a moment with requests in flight; on a loaded machine the answers to
+    // all of them may have arrived by then, unread (one cycle of ten in a CI run): such a cycle
+    // still checks what survived its kill, and most cycles must cut requests off.
+    const cutCycles = story.reports.filter((report) => report.cutOff > 0).length;
+    expect(cutCycles, JSON.stringify(story.reports.map((report) => report.cutOff))).toBeGreaterThanOrEqual(CYCLES / 2);
     const totals = story.reports.reduce((sum, report) => ({
       acknowledged: sum.acknowledged + report.acknowledged,
       rejected: sum.rejected + report.rejected,
