@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs, type ExecutionResult, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
+import { subjectKey } from '../domain/events.js';
 import { KEYLESS_WEBSOCKET_MS, MAX_REQUEST_BODY_BYTES, STREAM_KEEP_ALIVE_MS } from '../domain/limits.js';
 import { maskError } from '../graphql/error-masking.js';
 import type { Logger } from '../logger.js';
@@ -76,12 +77,12 @@ const ORIGIN = 'http://memstore.invalid';
 
 export function attachWebSocket(server: Server, app: Enveloped, admission: SocketAdmission, logger: Logger): WebSocketTransport {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_REQUEST_BODY_BYTES });
-  // The open sockets of each key, by `workspace\0key`.
+  // The open sockets of each key, by its workspace and id (subjectKey).
   const keyed = new Map<string, { key: HeldKey; sockets: Set<WebSocket> }>();
   const releaseKeys = admission.holdKeys({
     keys: () => [...keyed.values()].map((held) => held.key),
     revoked(keys) {
-      for (const key of keys) for (const ws of keyed.get(`${key.workspaceId}\u0000${key.apiKeyId}`)?.sockets ?? []) closeUnauthorized(ws, 'Unauthorized: the API key was revoked.');
+      for (const key of keys) for (const ws of keyed.get(subjectKey(key.workspaceId, key.apiKeyId))?.sockets ?? []) closeUnauthorized(ws, 'Unauthorized: the API key was revoked.');
     },
   });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -132,7 +133,7 @@ export function attachWebSocket(server: Server, app: Enveloped, admission: Socke
           closeUnauthorized(ws, 'Unauthorized: no API key, or one unknown or revoked.');
           return true;
         }
-        const id = `${key.workspaceId}\u0000${key.apiKeyId}`;
+        const id = subjectKey(key.workspaceId, key.apiKeyId);
         let held = keyed.get(id);
         if ((held?.sockets.size ?? 0) >= admission.maxSocketsPerKey) {
           ws.close(CLOSE_TOO_MANY, `This API key holds ${admission.maxSocketsPerKey} open sockets, the most it may: close one first.`);
