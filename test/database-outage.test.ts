@@ -4,6 +4,7 @@ import { createApp, type App } from '../src/app.js';
 import { createDb, type DatabaseHandle } from '../src/db/client.js';
 import { recordStatements } from '../src/db/statement-count.js';
 import { ensureAdminKey, generateToken } from '../src/domain/api-keys.js';
+import { readsCompiledSoFar } from '../src/read-compiler/compile.js';
 import { createScratchPostgresDatabase, postgresUrl } from './support/database.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { askAgain } from './support/ask-again.js';
@@ -93,6 +94,26 @@ describe.skipIf(postgresUrl === undefined)('when the database is in trouble (Pos
     expect((await readiness(app)).result).toBe(200);
     const listed = await post(app, LIST);
     expect(listed.body.data.memoryStores.edges.map((edge: any) => edge.node.name)).toEqual(['after the outage']);
+  });
+
+  it('down: a token no key has, asking a read not compiled yet, answers 503 DATABASE_UNAVAILABLE with nothing compiled (its key could not be looked up); back up, 401 and still nothing compiled', async () => {
+    const stranger = { authorization: `Bearer ${generateToken()}` };
+    const NEW_READ = '{ memoryStores(first: 3) { edges { node { id description createdAt } } } }';
+    const before = readsCompiledSoFar();
+    await proxy.refuse();
+    try {
+      const answer = await post(app, NEW_READ, {}, stranger);
+      expect([answer.status, answer.retryAfter, answer.body.errors[0].extensions.code]).toEqual([503, '1', 'DATABASE_UNAVAILABLE']);
+      expect(readsCompiledSoFar() - before).toBe(0);
+    } finally {
+      await proxy.restore();
+    }
+    const refused = await post(app, NEW_READ, {}, stranger);
+    expect([refused.status, refused.body.errors[0].extensions.code]).toEqual([401, 'UNAUTHENTICATED']);
+    expect(readsCompiledSoFar() - before).toBe(0);
+    // The workspace's own key compiles and answers it.
+    expect((await post(app, NEW_READ)).status).toBe(200);
+    expect(readsCompiledSoFar() - before).toBe(1);
   });
 
   it('a query running alone (one statement, as it learned) whose connections drop answers 503 DATABASE_UNAVAILABLE, then answers alone again once the database is back', async () => {
